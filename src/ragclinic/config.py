@@ -1,0 +1,169 @@
+"""The one settings object. Every default is written here and nowhere else.
+
+Precedence, highest first: explicit arguments (CLI flags), environment variables ``RAGCLINIC_*``,
+the knowledge base's ``settings.toml``, the defaults below. See docs/settings.md for why each
+default is what it is.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from ragclinic.errors import ConfigError
+
+SETTINGS_FILE = "settings.toml"
+# Settings that define what is stored: changing them on an existing KB would mix incompatible data,
+# so they are written into the KB's settings file when the KB is created.
+KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_tokens", "overlap_max_tokens")
+
+_file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values", default={})
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ragclinic"
+
+
+class _KbFileSource(PydanticBaseSettingsSource):
+    """Values from the knowledge base's settings.toml (set through a context variable by ``load``)."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - unused by __call__
+        return _file_values.get().get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(_file_values.get())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGCLINIC_", extra="forbid", validate_default=True)
+
+    # --- knowledge base and caches
+    kb: Path = Field(Path(".ragclinic"), description="Knowledge-base folder.")
+    cache_dir: Path = Field(default_factory=_default_cache_dir,
+                            description="User cache (embedding cache shared across knowledge bases).")
+
+    # --- ingest limits
+    max_file_size: int = Field(100 * 1024 * 1024, gt=0, description="Bytes; larger files are refused.")
+    zip_max_uncompressed: int = Field(500 * 1024 * 1024, gt=0,
+                                      description="DOCX: largest total uncompressed size accepted.")
+    zip_max_ratio: float = Field(200.0, gt=1, description="DOCX: largest compression ratio accepted.")
+    jsonl_id_fields: list[str] = Field(["_id", "id"], min_length=1,
+                                       description="JSONL: the first of these fields present is the record id.")
+    jsonl_title_field: str = "title"
+    jsonl_text_field: str = "text"
+
+    # --- parse quality
+    keyword_top_n: int = Field(50, gt=0, description="Distinctive tokens checked for keyword retention.")
+    keyword_retention_warn: float = Field(0.9, ge=0, le=1)
+    garbled_warn: float = Field(0.01, ge=0, le=1)
+
+    # --- chunking (token counts use the embedding model's own tokenizer; see docs/settings.md)
+    chunk_max_tokens: int = Field(320, ge=16, le=500)
+    chunk_min_tokens: int = Field(48, ge=1)
+    overlap_min_tokens: int = Field(16, ge=0)
+    overlap_max_tokens: int = Field(96, ge=0)
+
+    # --- embedding and indexes
+    embedder: str = Field(
+        "e5", description="e5 (quality), wordllama (fast static embedder), none (lexical only), or a plugin.")
+    embed_batch_size: int = Field(16, ge=1, le=256)
+    dense_exact_max: int = Field(50_000, ge=0,
+                                 description="Exact numpy search up to this many chunks, HNSW above.")
+    hnsw_m: int = Field(16, ge=4, le=128)
+    hnsw_ef_construction: int = Field(200, ge=10)
+    hnsw_ef_search: int = Field(128, ge=10)
+    lexical_stem: bool = Field(True, description="Snowball-stem English tokens in the lexical index.")
+
+    @field_validator("kb", "cache_dir", mode="after")
+    @classmethod
+    def _expand(cls, v: Path) -> Path:
+        return Path(os.path.expanduser(str(v)))
+
+    @field_validator("embedder", mode="after")
+    @classmethod
+    def _known_embedder(cls, v: str) -> str:
+        from ragclinic.models.embedder import EMBEDDERS, register_builtins
+
+        register_builtins()
+        if v != "none" and v not in EMBEDDERS.names():
+            raise ValueError(f"unknown embedder; valid names: none, {', '.join(EMBEDDERS.names())}")
+        return v
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> "Settings":
+        if self.chunk_min_tokens >= self.chunk_max_tokens:
+            raise ValueError(f"chunk_min_tokens ({self.chunk_min_tokens}) must be below "
+                             f"chunk_max_tokens ({self.chunk_max_tokens})")
+        if self.overlap_min_tokens > self.overlap_max_tokens:
+            raise ValueError(f"overlap_min_tokens ({self.overlap_min_tokens}) must not exceed "
+                             f"overlap_max_tokens ({self.overlap_max_tokens})")
+        if self.overlap_max_tokens >= self.chunk_max_tokens // 2:
+            raise ValueError(f"overlap_max_tokens ({self.overlap_max_tokens}) must be below half of "
+                             f"chunk_max_tokens ({self.chunk_max_tokens})")
+        return self
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings, env_settings, _KbFileSource(settings_cls))
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, kb: Path | str | None = None, **overrides: Any) -> "Settings":
+        """Settings for a knowledge base: overrides (None values ignored) > env > KB file > defaults."""
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        kb_dir = Path(kb) if kb is not None else None
+        if kb_dir is None:
+            env_kb = os.environ.get("RAGCLINIC_KB")
+            kb_dir = Path(env_kb) if env_kb else cls.model_fields["kb"].default
+        file_values = read_settings_file(Path(os.path.expanduser(str(kb_dir))) / SETTINGS_FILE)
+        token = _file_values.set(file_values)
+        try:
+            return cls(kb=kb_dir, **overrides)
+        except ValidationError as e:
+            raise ConfigError(_explain(e)) from None
+        finally:
+            _file_values.reset(token)
+
+    def kb_defining(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in KB_DEFINING}
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read settings file {path}: {e}; fix the file or delete it") from None
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {', '.join(unknown)} in {path}; "
+                          f"valid names: {', '.join(sorted(Settings.model_fields))}")
+    return data
+
+
+def write_settings_file(path: Path, values: dict[str, Any]) -> None:
+    """Write (atomically) the given values; keys already in the file and not given are kept."""
+    current = read_settings_file(path)
+    current.update({k: (str(v) if isinstance(v, Path) else v) for k, v in values.items()})
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text("# ragclinic knowledge-base settings (see docs/settings.md)\n" + tomli_w.dumps(current),
+                   encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _explain(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "settings"
+        parts.append(f"{loc}={err.get('input')!r}: {err['msg']}")
+    return "invalid setting " + "; ".join(parts) + " (set it by flag, RAGCLINIC_* variable or settings.toml)"

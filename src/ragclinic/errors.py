@@ -1,0 +1,53 @@
+"""Error hierarchy. Messages name the bad value and the fix; the CLI turns them into exit codes."""
+
+from __future__ import annotations
+
+
+class RagclinicError(Exception):
+    """Base class for every error ragclinic raises on purpose."""
+
+
+class ConfigError(RagclinicError):
+    """A setting has a bad value, or the knowledge base was built with incompatible settings."""
+
+
+class ParseError(RagclinicError):
+    """A file could not be parsed. ``reason`` is the one-line summary shown to the user."""
+
+    def __init__(self, reason: str, *, page: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.page = page
+
+
+class UnsupportedFileType(ParseError):
+    """No parser is registered for the file's type."""
+
+
+class EncryptedDocument(ParseError):
+    """The document needs a password."""
+
+
+class FileTooLarge(ParseError):
+    """The file is larger than ``max_file_size``."""
+
+
+class StoreError(RagclinicError):
+    """The knowledge base on disk is missing, locked, or inconsistent."""
+
+
+class KnowledgeBaseLocked(StoreError):
+    """Another process is writing to the knowledge base."""
+
+
+class ModelError(RagclinicError):
+    """A model backend could not be loaded or failed."""
+
+
+class LayerError(RagclinicError):
+    """A failure inside a pipeline layer, wrapped with the layer's name."""
+
+    def __init__(self, layer: str, cause: BaseException) -> None:
+        super().__init__(f"{layer} layer: {cause}")
+        self.layer = layer
+        self.cause = cause

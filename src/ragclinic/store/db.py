@@ -1,0 +1,275 @@
+"""SQLite (WAL) store: the single source of truth of a knowledge base.
+
+Every write is one transaction that also bumps the KB version and logs which chunk rows were added
+or deleted, so the derived indexes (lexical, dense) can catch up from the log after a crash.
+A ``kill -9`` at any point leaves the last committed transaction; nothing half-written is visible.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragclinic.errors import StoreError
+from ragclinic.types import Chunk, ChunkReport, ParsedDocument, ParseReport
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+  path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL,
+  documents INTEGER NOT NULL, version INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+  doc_id TEXT PRIMARY KEY, path TEXT NOT NULL, record_key TEXT NOT NULL, title TEXT NOT NULL,
+  sha256 TEXT NOT NULL, mtime REAL NOT NULL, language TEXT NOT NULL, parser TEXT NOT NULL,
+  text TEXT NOT NULL, structure TEXT NOT NULL, metadata TEXT NOT NULL,
+  parse_report TEXT NOT NULL, chunk_report TEXT NOT NULL, version INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_path ON documents(path);
+CREATE TABLE IF NOT EXISTS chunks (
+  rowid INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: it labels index entries
+  chunk_id TEXT NOT NULL UNIQUE, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, text TEXT NOT NULL,
+  start INTEGER NOT NULL, "end" INTEGER NOT NULL, section TEXT NOT NULL, page INTEGER,
+  language TEXT NOT NULL, tokens INTEGER NOT NULL, embedding BLOB, version INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
+CREATE TABLE IF NOT EXISTS changes (
+  version INTEGER NOT NULL, op TEXT NOT NULL CHECK (op IN ('add', 'del')), chunk_rowid INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS changes_version ON changes(version);
+CREATE TABLE IF NOT EXISTS runs (
+  run_id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, finished REAL,
+  status TEXT NOT NULL, summary TEXT
+);
+"""
+
+
+class Database:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode is durable against a killed process (what we promise), not power loss.
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path} is not a usable ragclinic database ({e}); "
+                             f"point --kb at another folder or restore a backup") from None
+        found = self.meta("schema_version")
+        if found is None:
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
+        elif int(found) != SCHEMA_VERSION:
+            raise StoreError(f"{path} has schema version {found}; this ragclinic reads {SCHEMA_VERSION}")
+        self._depth = 0
+
+    # ------------------------------------------------------------------ transactions
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Nestable: the outer level is BEGIN IMMEDIATE/COMMIT, inner levels are savepoints."""
+        name = f"sp{self._depth}"
+        self.conn.execute("BEGIN IMMEDIATE" if self._depth == 0 else f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            self.conn.execute("ROLLBACK" if self._depth == 0 else f"ROLLBACK TO {name}")
+            if self._depth:
+                self.conn.execute(f"RELEASE {name}")
+            raise
+        self._depth -= 1
+        self.conn.execute("COMMIT" if self._depth == 0 else f"RELEASE {name}")
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [key, value])
+
+    @property
+    def version(self) -> int:
+        return int(self.meta("kb_version") or 0)
+
+    def _bump(self) -> int:
+        v = self.version + 1
+        self.set_meta("kb_version", str(v))
+        return v
+
+    # ------------------------------------------------------------------ reads
+    def file_index(self) -> dict[str, tuple[str, int]]:
+        return {p: (s, n) for p, s, n in self.conn.execute("SELECT path, sha256, documents FROM files")}
+
+    def all_doc_shas(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT doc_id, sha256 FROM documents"))
+
+    def doc_ids_for_path(self, path: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT doc_id FROM documents WHERE path = ?", [path])]
+
+    def stats(self) -> dict[str, int]:
+        docs = self.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        chunks = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        return {"documents": docs, "chunks": chunks, "version": self.version}
+
+    def documents(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT d.doc_id, d.path, d.record_key, d.title, d.language, d.parser, d.version, "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d ORDER BY d.path, d.record_key")
+        keys = ("doc_id", "path", "record_key", "title", "language", "parser", "version", "chunks")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def find_documents(self, ref: str) -> list[dict[str, Any]]:
+        """Documents matching a doc id, a path, or a record key (for ``kb report DOC``)."""
+        rows = self.conn.execute(
+            "SELECT doc_id, path, record_key, title, parse_report, chunk_report FROM documents "
+            "WHERE doc_id = ? OR path = ? OR record_key = ? OR path || '#' || record_key = ? "
+            "ORDER BY path, record_key", [ref, ref, ref, ref])
+        keys = ("doc_id", "path", "record_key", "title", "parse_report", "chunk_report")
+        out = []
+        for r in rows:
+            d = dict(zip(keys, r))
+            d["parse_report"] = json.loads(d["parse_report"])
+            d["chunk_report"] = json.loads(d["chunk_report"])
+            out.append(d)
+        return out
+
+    def chunk_texts(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for i in range(0, len(rowids), 500):
+            part = list(rowids[i:i + 500])
+            q = f"SELECT rowid, text FROM chunks WHERE rowid IN ({','.join('?' * len(part))})"
+            out.update(self.conn.execute(q, part))
+        return out
+
+    def iter_chunk_texts(self) -> Iterator[tuple[int, str]]:
+        yield from self.conn.execute("SELECT rowid, text FROM chunks ORDER BY rowid")
+
+    def embeddings(self, dim: int, rowids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, vectors) of all embedded chunks, or of the given rows that still exist."""
+        if rowids is None:
+            rows = self.conn.execute("SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL ORDER BY rowid")
+        else:
+            rows = []
+            for i in range(0, len(rowids), 500):
+                part = list(rowids[i:i + 500])
+                rows += self.conn.execute(
+                    f"SELECT rowid, embedding FROM chunks WHERE embedding IS NOT NULL AND rowid IN "
+                    f"({','.join('?' * len(part))}) ORDER BY rowid", part).fetchall()
+        ids, vecs = [], []
+        for rid, blob in rows:
+            ids.append(rid)
+            vecs.append(np.frombuffer(blob, dtype=np.float32))
+        if not ids:
+            return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)
+        return np.asarray(ids, np.int64), np.stack(vecs)
+
+    def changes_since(self, version: int) -> list[tuple[int, str, int]]:
+        return list(self.conn.execute(
+            "SELECT version, op, chunk_rowid FROM changes WHERE version > ? ORDER BY version, rowid", [version]))
+
+    def oldest_change_version(self) -> int | None:
+        row = self.conn.execute("SELECT MIN(version) FROM changes").fetchone()
+        return row[0]
+
+    def prune_changes(self, upto_version: int) -> None:
+        """Forget log entries every derived index has applied (keeps the log from growing forever)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM changes WHERE version <= ?", [upto_version])
+            self.set_meta("changes_pruned_upto", str(max(upto_version, int(self.meta("changes_pruned_upto") or 0))))
+
+    def pruned_upto(self) -> int:
+        return int(self.meta("changes_pruned_upto") or 0)
+
+    # ------------------------------------------------------------------ writes
+    def write_document(self, doc: ParsedDocument, preport: ParseReport, chunks: Sequence[Chunk],
+                       creport: ChunkReport, vectors: np.ndarray | None) -> tuple[int, int]:
+        """Replace one document's row and chunks inside the caller's transaction.
+
+        Chunks whose id is unchanged keep their row (and index entries); returns (added, deleted).
+        """
+        version = self._bump()
+        old = dict(self.conn.execute("SELECT chunk_id, rowid FROM chunks WHERE doc_id = ?", [doc.doc_id]))
+        new_ids = {c.id for c in chunks}
+        gone = [rid for cid, rid in old.items() if cid not in new_ids]
+        self._delete_chunk_rows(gone, version)
+        structure = {"sections": [asdict(s) for s in doc.sections], "tables": [asdict(t) for t in doc.tables],
+                     "pages": [asdict(p) for p in doc.pages]}
+        self.conn.execute(
+            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [doc.doc_id, doc.path, doc.record_key, doc.title, doc.sha256, doc.mtime, doc.language, doc.parser,
+             doc.text, json.dumps(structure, ensure_ascii=False), json.dumps(dict(doc.metadata), ensure_ascii=False),
+             json.dumps(preport.to_dict(), ensure_ascii=False), json.dumps(creport.to_dict(), ensure_ascii=False),
+             version])
+        added = 0
+        for i, c in enumerate(chunks):
+            if c.id in old:
+                # Same text, same id: keep the row and its index entries, refresh where it now sits.
+                self.conn.execute(
+                    'UPDATE chunks SET ordinal = ?, start = ?, "end" = ?, section = ?, page = ? WHERE chunk_id = ?',
+                    [c.ordinal, c.start, c.end, json.dumps(list(c.section), ensure_ascii=False), c.page, c.id])
+                continue
+            blob = None if vectors is None else np.asarray(vectors[i], np.float32).tobytes()
+            cur = self.conn.execute(
+                'INSERT INTO chunks (chunk_id, doc_id, ordinal, text, start, "end", section, page, language, '
+                "tokens, embedding, version) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [c.id, c.doc_id, c.ordinal, c.text, c.start, c.end, json.dumps(list(c.section), ensure_ascii=False),
+                 c.page, c.language, c.tokens, blob, version])
+            self.conn.execute("INSERT INTO changes VALUES (?, 'add', ?)", [version, cur.lastrowid])
+            added += 1
+        return added, len(gone)
+
+    def delete_documents(self, doc_ids: Sequence[str]) -> int:
+        """Remove documents and their chunks (inside the caller's transaction); returns chunks removed."""
+        if not doc_ids:
+            return 0
+        version = self._bump()
+        removed = 0
+        for doc_id in doc_ids:
+            rows = [r[0] for r in self.conn.execute("SELECT rowid FROM chunks WHERE doc_id = ?", [doc_id])]
+            self._delete_chunk_rows(rows, version)
+            self.conn.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
+            removed += len(rows)
+        return removed
+
+    def _delete_chunk_rows(self, rowids: Sequence[int], version: int) -> None:
+        for rid in rowids:
+            self.conn.execute("DELETE FROM chunks WHERE rowid = ?", [rid])
+            self.conn.execute("INSERT INTO changes VALUES (?, 'del', ?)", [version, rid])
+
+    def record_file(self, path: str, sha256: str, size: int, mtime: float, documents: int) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
+                          [path, sha256, size, mtime, documents, self.version])
+
+    def forget_file(self, path: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE path = ?", [path])
+
+    def known_paths(self) -> list[str]:
+        rows = self.conn.execute("SELECT path FROM files UNION SELECT DISTINCT path FROM documents")
+        return [r[0] for r in rows]
+
+    # ------------------------------------------------------------------ runs
+    def start_run(self) -> int:
+        cur = self.conn.execute("INSERT INTO runs (started, status) VALUES (?, 'running')", [time.time()])
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, status: str, summary: dict[str, Any]) -> None:
+        self.conn.execute("UPDATE runs SET finished = ?, status = ?, summary = ? WHERE run_id = ?",
+                          [time.time(), status, json.dumps(summary, ensure_ascii=False), run_id])
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+    def close(self) -> None:
+        self.conn.close()

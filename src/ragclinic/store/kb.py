@@ -1,0 +1,203 @@
+"""A knowledge base: a folder holding settings.toml, the SQLite store and the derived indexes.
+
+SQLite is the single source of truth. The lexical and dense indexes are stamped with the KB version
+they reflect and caught up from SQLite's change log (or rebuilt) when they are stale.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ragclinic.config import SETTINGS_FILE, Settings, write_settings_file
+from ragclinic.errors import ConfigError, KnowledgeBaseLocked, StoreError
+from ragclinic.models.embedder import Embedder, create_embedder
+from ragclinic.store.db import Database
+from ragclinic.store.exact import ExactIndex
+from ragclinic.store.hnsw import HnswIndex
+from ragclinic.store.lexical import TantivyIndex
+from ragclinic.text.analyzer import analyze_to_string
+
+DB_FILE = "kb.sqlite3"
+
+
+class KnowledgeBase:
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.folder = settings.kb
+        self.db = db
+        self._lock_fd: int | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self._lexical: TantivyIndex | None = None
+        self._dense = None
+        self._dense_version = -1
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, settings: Settings, *, create: bool = False, sync_indexes: bool = True) -> "KnowledgeBase":
+        folder = settings.kb
+        db_path = folder / DB_FILE
+        if not db_path.exists():
+            if not create:
+                raise StoreError(f"no knowledge base at {folder}: run `ragclinic ingest PATH --kb {folder}` first")
+            folder.mkdir(parents=True, exist_ok=True)
+        kb = cls(settings, Database(db_path))
+        kb._check_defining(created=kb.db.meta("kb_settings") is None)
+        if sync_indexes and kb.try_lock():
+            try:
+                kb.sync_indexes()
+            finally:
+                kb.unlock()
+        return kb
+
+    def _check_defining(self, created: bool) -> None:
+        wanted = self.settings.kb_defining()
+        if created:
+            with self.db.transaction():
+                self.db.set_meta("kb_settings", json.dumps(wanted))
+            write_settings_file(self.folder / SETTINGS_FILE, wanted)
+            return
+        stored = json.loads(self.db.meta("kb_settings") or "{}")
+        bad = {k: (stored[k], wanted[k]) for k in stored if k in wanted and stored[k] != wanted[k]}
+        if bad:
+            k, (was, now) = next(iter(bad.items()))
+            raise ConfigError(
+                f"knowledge base {self.folder} was built with {k}={was!r}, but {k}={now!r} was asked for; "
+                f"drop the override (flag or RAGCLINIC_{k.upper()}) or ingest into a new --kb folder")
+
+    # ------------------------------------------------------------------ write lock
+    def try_lock(self) -> bool:
+        fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        return True
+
+    def lock(self) -> None:
+        if not self.try_lock():
+            raise KnowledgeBaseLocked(f"another ragclinic process is writing to {self.folder}; wait for it to finish")
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # ------------------------------------------------------------------ models
+    @property
+    def embedder(self) -> Embedder | None:
+        if not self._embedder_loaded:
+            self._embedder = create_embedder(self.settings.embedder)
+            self._embedder_loaded = True
+        return self._embedder
+
+    # ------------------------------------------------------------------ derived indexes
+    def lexical(self) -> TantivyIndex:
+        if self._lexical is None:
+            self._lexical = TantivyIndex(self.folder / "lexical")
+        return self._lexical
+
+    def sync_indexes(self) -> dict[str, str]:
+        """Bring every derived index to the current KB version; returns what was done per index."""
+        done = {"lexical": self._sync_lexical()}
+        if self.settings.embedder != "none":
+            done["dense"] = self._sync_hnsw()
+        version = self.db.version
+        if self.db.oldest_change_version() is not None:
+            self.db.prune_changes(version)
+        return done
+
+    def _stale_action(self, stamp: int | None) -> str:
+        version = self.db.version
+        if stamp == version:
+            return "fresh"
+        if stamp is None or stamp > version or stamp < self.db.pruned_upto():
+            return "rebuild"
+        return "catch-up"
+
+    def _sync_lexical(self) -> str:
+        ix = self.lexical()
+        action = self._stale_action(ix.stamp())
+        stem = self.settings.lexical_stem
+        if action == "rebuild":
+            ix.clear()
+            ix.add((rid, analyze_to_string(text, stem)) for rid, text in self.db.iter_chunk_texts())
+        elif action == "catch-up":
+            adds, dels = _net_changes(self.db.changes_since(ix.stamp() or 0))
+            ix.remove(sorted(dels))
+            texts = self.db.chunk_texts(sorted(adds))
+            ix.add((rid, analyze_to_string(texts[rid], stem)) for rid in sorted(texts))
+        if action != "fresh":
+            ix.commit()
+            ix.set_stamp(self.db.version)
+        return action
+
+    def _uses_hnsw(self) -> bool:
+        return self.db.stats()["chunks"] > self.settings.dense_exact_max
+
+    def _sync_hnsw(self) -> str:
+        folder = self.folder / "dense"
+        if not self._uses_hnsw():
+            shutil.rmtree(folder, ignore_errors=True)
+            return "exact"
+        s = self.settings
+        dim = self.embedder.dim
+        loaded = HnswIndex.load(folder, dim, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search)
+        stamp = loaded[1] if loaded else None
+        action = self._stale_action(stamp)
+        if action == "rebuild":
+            ix = HnswIndex(dim, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search)
+            ids, vecs = self.db.embeddings(dim)
+            ix.add(ids, vecs)
+        else:
+            ix = loaded[0]
+            if action == "catch-up":
+                adds, dels = _net_changes(self.db.changes_since(stamp))
+                ix.remove(dels)
+                ids, vecs = self.db.embeddings(dim, sorted(adds))
+                ix.add(ids, vecs)
+        if action != "fresh":
+            ix.save(folder, self.db.version)
+        self._dense, self._dense_version = ix, self.db.version
+        return action
+
+    def dense(self):
+        """The dense index for the current KB version (exact below ``dense_exact_max`` chunks, else HNSW)."""
+        if self.embedder is None:
+            raise ConfigError(f"knowledge base {self.folder} has no dense index (embedder='none')")
+        if self._dense is not None and self._dense_version == self.db.version:
+            return self._dense
+        if self._uses_hnsw():
+            self._sync_hnsw()
+        else:
+            ix = ExactIndex(self.embedder.dim)
+            ids, vecs = self.db.embeddings(self.embedder.dim)
+            ix.add(ids, vecs)
+            self._dense, self._dense_version = ix, self.db.version
+        return self._dense
+
+    # ------------------------------------------------------------------ info
+    def stats(self) -> dict[str, Any]:
+        return self.db.stats()
+
+    def close(self) -> None:
+        self.unlock()
+        self.db.close()
+
+
+def _net_changes(changes: list[tuple[int, str, int]]) -> tuple[set[int], set[int]]:
+    """Collapse a change log into the rows to add and the rows to delete (the last op per row wins)."""
+    last: dict[int, str] = {}
+    for _, op, rid in changes:
+        last[rid] = op
+    adds = {r for r, op in last.items() if op == "add"}
+    dels = {r for r, op in last.items() if op == "del"}
+    return adds, dels

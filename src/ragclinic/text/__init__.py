@@ -1,0 +1,1 @@
+"""Text utilities shared by the layers: language detection and the lexical analyzer."""

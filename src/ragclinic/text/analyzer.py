@@ -1,0 +1,65 @@
+"""The lexical analyzer: the same tokens at index and query time, for English and Chinese.
+
+tantivy receives text already tokenized by this module (and splits it on whitespace only), because
+its built-in tokenizers cannot segment Chinese. CJK runs go through jieba's search mode, which
+emits both words and their sub-words (中华人民共和国 → 中华, 华人, 人民, 共和国, ...) for recall;
+Latin runs are lowercased, split on non-alphanumerics and Snowball-stemmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from functools import lru_cache
+
+_RUNS = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([0-9A-Za-z\u00c0-\u024f]+)")
+_jieba_lock = threading.Lock()
+
+# Function words only: BM25's idf handles the rest, and a short list keeps phrase-like queries intact.
+STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have if in into is it its of on or such that the their then "
+    "there these they this to was were will with which who whom what when where why how do does did not no "
+    "we you he she i our your his her them than so can could would should may might also been being".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    with _jieba_lock:
+        jieba.initialize()
+    return jieba
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def analyze(text: str, stem: bool = True) -> list[str]:
+    """Tokens for the lexical index (lowercase, stemmed, stopwords dropped; jieba for Chinese)."""
+    latin: list[str] = []
+    out: list[str] = []
+    for m in _RUNS.finditer(text):
+        cjk, word = m.group(1), m.group(2)
+        if word is not None:
+            w = word.lower()
+            if w not in STOPWORDS:
+                out.append(w)
+                latin.append(len(out) - 1)
+        else:
+            out.extend(t for t in _jieba().lcut_for_search(cjk) if t.strip())
+    if stem and latin:
+        stems = _stemmer().stemWords([out[i] for i in latin])
+        for i, s in zip(latin, stems):
+            out[i] = s
+    return out
+
+
+def analyze_to_string(text: str, stem: bool = True) -> str:
+    return " ".join(analyze(text, stem))

@@ -1,0 +1,25 @@
+"""Language detection by script: enough to choose a sentence splitter and a lexical analyzer."""
+
+from __future__ import annotations
+
+import re
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(_CJK.match(ch))
+
+
+def detect_language(text: str) -> str:
+    """'zh' when CJK characters make up at least 30% of the letters, 'en' when there are letters, else 'und'.
+
+    Chinese text carries one character per word where English carries ~5 letters per word,
+    so a 30% character share already means Chinese dominates the words.
+    """
+    cjk = len(_CJK.findall(text))
+    latin = len(_LATIN.findall(text))
+    if cjk + latin == 0:
+        return "und"
+    return "zh" if cjk / (cjk + latin) >= 0.3 else "en"
