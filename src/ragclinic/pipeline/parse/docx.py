@@ -1,0 +1,127 @@
+"""DOCX via python-docx, in body order: paragraphs and tables interleaved as in the file.
+
+Heading styles ("Title", "Heading 1".."Heading 9") give the section path; "Title" counts as level 1
+so that the document title does not become a prefix of every heading path. Tables become Table
+cells plus a Markdown rendering. Before python-docx opens the archive, the zip directory is
+checked against ``zip_max_uncompressed`` and ``zip_max_ratio``: a zip bomb would otherwise be
+inflated into memory by the XML parser.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Iterator
+
+from ragclinic.config import Settings
+from ragclinic.errors import EncryptedDocument, ParseError
+from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
+from ragclinic.types import Parsed, RecordError, SourceFile
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_HEADING = re.compile(r"heading\s*([1-9])$", re.I)
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc, and password-protected .docx
+
+
+class DocxParser:
+    name = "docx"
+    suffixes = (".docx",)
+
+    def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
+        archive = open_checked_zip(source.data, settings)
+        raw = _raw_text(archive)
+        document = _open_document(source.data)
+        # The visible Title paragraph beats core properties, which are often template leftovers.
+        title = _first_title(document) or (document.core_properties.title or "").strip()
+        blocks = list(_body_blocks(document))
+        yield make_parsed(source, settings, assemble(blocks), DocInfo(self.name, raw_text=raw, title=title))
+
+
+def _mb(n: float) -> str:
+    # Binary units, like the setting's default (500 * 1024 * 1024 shows as "500 MB").
+    return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
+
+
+def open_checked_zip(data: bytes, settings: Settings) -> zipfile.ZipFile:
+    """Open the DOCX zip after checking its declared sizes; ParseError for bombs and corrupt files."""
+    if data.startswith(_OLE_MAGIC):
+        raise EncryptedDocument("DOCX is password-protected or a legacy .doc in disguise (OLE container); "
+                                "remove the password / re-save as .docx in Word or LibreOffice")
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        raise ParseError(f"corrupt DOCX: not a valid zip archive ({e}); re-save it from Word or LibreOffice")
+    # zipfile never inflates a member past its declared file_size, so the declared sizes bound
+    # what python-docx can read, even when an attacker lies about them.
+    uncompressed = sum(i.file_size for i in infos)
+    compressed = sum(i.compress_size for i in infos) or 1
+    if uncompressed > settings.zip_max_uncompressed:
+        raise ParseError(f"DOCX looks like a zip bomb: {_mb(uncompressed)} uncompressed "
+                         f"(limit {_mb(settings.zip_max_uncompressed)}, settings zip_max_uncompressed)")
+    if uncompressed / compressed > settings.zip_max_ratio:
+        raise ParseError(f"DOCX looks like a zip bomb: compression ratio {uncompressed / compressed:.0f}:1 "
+                         f"(limit {settings.zip_max_ratio:.0f}:1, settings zip_max_ratio)")
+    if "word/document.xml" not in archive.namelist():
+        raise ParseError("corrupt DOCX: no word/document.xml in the archive (is it really a Word file?)")
+    return archive
+
+
+def _raw_text(archive: zipfile.ZipFile) -> str:
+    """All ``w:t`` text of word/document.xml, one line per paragraph: the keyword-retention baseline."""
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(archive.read("word/document.xml"), etree.XMLParser(resolve_entities=False))
+    except (etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as e:
+        raise ParseError(f"corrupt DOCX: word/document.xml is unreadable ({e})") from None
+    return "\n".join("".join(t.text or "" for t in p.iter(f"{_W}t")) for p in root.iter(f"{_W}p"))
+
+
+def _open_document(data: bytes):
+    import docx
+
+    try:
+        return docx.Document(io.BytesIO(data))
+    except Exception as e:  # python-docx raises KeyError/ValueError/lxml errors for broken packages
+        raise ParseError(f"corrupt DOCX: {type(e).__name__}: {e}; re-save it from Word or LibreOffice") from None
+
+
+def _first_title(document) -> str:
+    for p in document.paragraphs:
+        if _style_name(p) == "title":
+            return p.text.strip()
+    return ""
+
+
+def _style_name(paragraph) -> str:
+    try:
+        return (paragraph.style.name or "").strip().lower() if paragraph.style is not None else ""
+    except (KeyError, ValueError):  # a style id missing from styles.xml
+        return ""
+
+
+def _body_blocks(document) -> Iterator[Block]:
+    from docx.table import Table as DocxTable
+    from docx.text.paragraph import Paragraph
+
+    for child in document.element.body.iterchildren():
+        if child.tag == f"{_W}p":
+            paragraph = Paragraph(child, document)
+            style = _style_name(paragraph)
+            text = paragraph.text
+            heading = _HEADING.match(style)
+            if style == "title":
+                yield Block("heading", text, level=1, reflow=True)
+            elif heading:
+                yield Block("heading", text, level=int(heading.group(1)), reflow=True)
+            elif style.startswith("list"):
+                yield Block("text", f"- {text}" if text.strip() else "")
+            else:
+                yield Block("text", text)
+        elif child.tag == f"{_W}tbl":
+            rows = [[cell.text for cell in row.cells] for row in DocxTable(child, document).rows]
+            block = table_block(rows) if rows else None
+            if block is not None:
+                yield block

@@ -1,0 +1,130 @@
+"""HTML: trafilatura main-content extraction, then the Markdown parser for structure.
+
+1. The page is parsed once with lxml; ``<title>`` is the title. trafilatura's guessed metadata
+   (dates, authors) is not used: a wrong date is worse than none.
+2. Boilerplate the markup itself declares is removed first: <nav>, <aside>, forms, buttons,
+   page-level <header>/<footer>, and containers whose class or id says cookie/consent/gdpr/sidebar/
+   breadcrumb/newsletter. On short pages trafilatura cannot tell a cookie banner from a
+   one-paragraph article by text statistics alone; the markup can.
+3. trafilatura extracts the main content as Markdown (headings and tables kept), and
+   ``markdown_blocks`` turns it into sections and tables. When it finds no main content, the
+   full visible text is used and the report says so.
+
+The keyword-retention baseline is the visible text after step 2, so the warning fires when
+trafilatura drops real content (a section, a table), not on every page that had a menu.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Iterator
+
+from ragclinic.config import Settings
+from ragclinic.errors import ParseError
+from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed
+from ragclinic.pipeline.parse.encoding import decode_bytes
+from ragclinic.pipeline.parse.markdown import markdown_blocks
+from ragclinic.types import Parsed, RecordError, SourceFile
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*>")
+_INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
+_BOILERPLATE_TAGS = ("nav", "aside", "form", "button", "header", "footer")
+# Not "menu" or "banner": restaurant menus and hero banners are content on some sites.
+_BOILERPLATE_NAMES = re.compile(r"(?i)cookie|consent|gdpr|sidebar|breadcrumb|newsletter")
+_BLOCK_TAGS = ("br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "section")
+
+
+class HtmlParser:
+    name = "html"
+    suffixes = (".html", ".htm")
+
+    def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
+        m = _META_CHARSET.search(source.data[:4096])
+        decoded = decode_bytes(source.data, declared=m.group(1).decode("ascii") if m else None)
+        root = _parse(decoded.text)
+        title_el = root.find(".//title") if root is not None else None
+        title = " ".join(title_el.text_content().split()) if title_el is not None else ""
+        article, visible, baseline = _extract(root) if root is not None else ("", "", "")
+        warnings: tuple[str, ...] = ()
+        if article:
+            blocks = markdown_blocks(article)
+        else:
+            blocks = [Block("text", visible)]
+            warnings = (f"{source.path}: no main content found; used the full visible text of the page "
+                        f"(navigation and footer text may be included)",)
+        info = DocInfo(self.name, raw_text=baseline, title=title, warnings=warnings,
+                       metadata={"encoding": decoded.encoding, "main_content": bool(article)})
+        yield make_parsed(source, settings, assemble(blocks), info)
+
+
+def _parse(html: str):
+    import lxml.html
+    from lxml import etree
+
+    html = _XML_DECL.sub("", html, count=1)  # lxml refuses str input with an encoding declaration
+    if not html.strip():
+        return None
+    try:
+        return lxml.html.document_fromstring(html)
+    except (etree.ParserError, ValueError) as e:
+        raise ParseError(f"not a valid HTML document: {e}") from None
+
+
+def _extract(root) -> tuple[str, str, str]:
+    """(main content as Markdown, all visible text, visible text without declared boilerplate)."""
+    from lxml import etree
+
+    _drop(root.iter(*_INVISIBLE))
+    clean = copy.deepcopy(root)
+    _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
+    article = _main_content(copy.deepcopy(clean))  # trafilatura edits the tree it is given
+    return article, _lines(root), _lines(clean)
+
+
+@functools.cache
+def _trafilatura_config():
+    from trafilatura.settings import use_config
+
+    config = use_config()  # a fresh ConfigParser: changing it affects only our calls
+    # Below min_extracted_size (250 chars by default) trafilatura swaps a short but clean article
+    # for its last-resort baseline: every text node, menus and cookie banners included.
+    config.set("DEFAULT", "min_extracted_size", "1")
+    return config
+
+
+def _main_content(tree) -> str:
+    import trafilatura
+
+    try:
+        out = trafilatura.extract(tree, output_format="markdown", include_tables=True, include_comments=False,
+                                  with_metadata=False, config=_trafilatura_config())
+    except Exception as e:  # trafilatura raises assorted lxml/value errors on broken markup
+        raise ParseError(f"cannot extract HTML content: {type(e).__name__}: {e}") from None
+    return (out or "").strip()
+
+
+def _is_boilerplate(el) -> bool:
+    if el.tag in ("html", "body", "main", "article"):
+        return False
+    if el.tag in ("header", "footer"):  # an article's own header holds its title: keep that one
+        return not any(a.tag in ("article", "main") for a in el.iterancestors())
+    if el.tag in _BOILERPLATE_TAGS:
+        return True
+    return bool(_BOILERPLATE_NAMES.search(f"{el.get('class', '')} {el.get('id', '')}"))
+
+
+def _drop(elements) -> None:
+    for el in list(elements):
+        if el.getparent() is not None:
+            el.drop_tree()
+
+
+def _lines(root) -> str:
+    """Visible text, one line per block element."""
+    for el in root.iter(*_BLOCK_TAGS):
+        el.tail = "\n" + (el.tail or "")
+    lines = (" ".join(line.split()) for line in root.text_content().splitlines())
+    return "\n".join(line for line in lines if line)

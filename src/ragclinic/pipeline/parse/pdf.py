@@ -1,0 +1,173 @@
+"""PDF via pdfminer.six layout analysis (reading order) and pdfplumber (ruled tables).
+
+pdfplumber runs pdfminer's layout analysis with our LAParams (``page.layout``), so each page is
+interpreted once and serves text boxes, characters and table lines alike. Per page:
+- ruled tables are found with ``page.find_tables()``; text lines inside a table's bbox are dropped
+  and the table is rendered as Markdown in its place (cells kept as ``Table`` rows);
+- page-number footers/headers ("3", "Page 3", "3 / 10" in the top/bottom margin) are dropped;
+- boxes are put in reading order (``reading_order.py``: column by column, full-width in place);
+- single-line boxes set clearly larger than the body text become headings (levels by size).
+Page spans cover the whole text; a page without text is reported as empty (scanned image).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ragclinic.config import Settings
+from ragclinic.errors import EncryptedDocument, ParseError
+from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
+from ragclinic.pipeline.parse.reading_order import Box, reading_order
+from ragclinic.types import Parsed, RecordError, SourceFile
+
+LAPARAMS = {"line_margin": 0.5, "char_margin": 2.0, "word_margin": 0.1, "boxes_flow": 0.5}
+HEADING_SIZE_RATIO = 1.2  # 20% above the body size: below that, bold body text would pass
+MARGIN_BAND = 0.08  # share of the page height searched for page-number headers/footers
+_PAGE_NUMBER = re.compile(r"(?i)^\s*(page\s*)?\d{1,4}(\s*(/|of)\s*\d{1,4})?\s*$|^\s*[-–]\s*\d{1,4}\s*[-–]\s*$")
+_PLACEHOLDER_TITLES = {"", "untitled", "unknown", "title"}
+
+
+@dataclass(frozen=True)
+class _Item:
+    """A text box (or table) of one page, before heading classification."""
+
+    page: int
+    text: str = ""
+    size: float = 0.0  # mean character size
+    lines: int = 0
+    block: Block | None = None  # tables arrive as finished blocks
+
+
+class PdfParser:
+    name = "pdf"
+    suffixes = (".pdf",)
+
+    def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
+        items, raw_pages, meta_title, page_count = _extract(source.data)
+        blocks = _classify(items)
+        info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
+                       metadata={"pages": page_count})
+        yield make_parsed(source, settings, assemble(blocks, page_count=page_count), info)
+
+
+def _open(data: bytes):
+    import pdfplumber
+    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+
+    try:
+        return pdfplumber.open(io.BytesIO(data), laparams=LAPARAMS)
+    except Exception as e:  # pdfplumber wraps every pdfminer failure in PdfminerException
+        cause = e.args[0] if e.args and isinstance(e.args[0], Exception) else e
+        if isinstance(cause, PDFPasswordIncorrect):
+            raise EncryptedDocument("encrypted PDF: needs a password; decrypt it first "
+                                    "(e.g. qpdf --password=PASSWORD --decrypt in.pdf out.pdf)") from None
+        if isinstance(cause, PDFEncryptionError):
+            raise EncryptedDocument(f"encrypted PDF with an unsupported scheme ({cause}); "
+                                    f"decrypt it first (e.g. qpdf --decrypt)") from None
+        raise ParseError(f"not a valid PDF: {type(cause).__name__}: {cause or 'unreadable'}") from None
+
+
+def _extract(data: bytes) -> tuple[list[_Item], list[str], str, int]:
+    if b"%PDF-" not in data[:1024]:  # readers accept junk before the header, within the first 1 KB
+        raise ParseError("not a valid PDF: no %PDF- header in the first 1 KB (wrong extension?)")
+    items: list[_Item] = []
+    raw_pages: list[str] = []
+    number = 0
+    with _open(data) as pdf:
+        try:
+            title = str(pdf.metadata.get("Title") or "").strip()
+            for number, page in enumerate(pdf.pages, start=1):
+                page_items, raw = _page_items(page)
+                items += page_items
+                raw_pages.append(raw)
+                page.close()  # drop pdfplumber's per-page object cache: long PDFs stay small in memory
+        except Exception as e:  # pdfminer raises many types on damaged content streams
+            where = f"page {number} is unreadable" if number else "cannot read the page tree"
+            raise ParseError(f"not a valid PDF: {where} ({type(e).__name__}: {e})", page=number or None) from None
+    title = "" if title.lower() in _PLACEHOLDER_TITLES else title
+    return items, raw_pages, title, len(raw_pages)
+
+
+def _page_items(page) -> tuple[list[_Item], str]:
+    """The page's items in reading order, and its raw text (every text box as pdfminer found it)."""
+    from pdfminer.layout import LTTextBox, LTTextLine
+
+    layout = page.layout
+    # The keyword-retention baseline: no table, footer, order or hyphen work. Not pdfplumber's
+    # extract_text(): it merges two columns line by line, cutting "retrie-\nval" into unrelated lines.
+    raw = "\n\n".join(obj.get_text() for obj in layout if isinstance(obj, LTTextBox))
+    height = layout.height
+    # A ruled box around a note is "found" as a 1-row or 1-column table: keep that as text.
+    tables = [t for t in page.find_tables() if len(t.rows) >= 2 and len(t.columns) >= 2]
+    boxes: list[Box] = []
+    for t in tables:
+        block = table_block(t.extract(), page=page.page_number)
+        if block is not None:
+            x0, top, x1, bottom = t.bbox
+            boxes.append(Box(x0, top, x1, bottom, _Item(page.page_number, block=block)))
+    for obj in layout:
+        if not isinstance(obj, LTTextBox):
+            continue
+        lines = [ln for ln in obj if isinstance(ln, LTTextLine)
+                 and not _inside_any(ln, tables, height) and ln.get_text().strip()]
+        if not lines:
+            continue
+        text = "\n".join(ln.get_text().rstrip() for ln in lines)
+        x0, x1 = min(ln.x0 for ln in lines), max(ln.x1 for ln in lines)
+        top, bottom = height - max(ln.y1 for ln in lines), height - min(ln.y0 for ln in lines)
+        if _is_page_number(text, top, bottom, height):
+            continue
+        boxes.append(Box(x0, top, x1, bottom, _Item(page.page_number, text, _mean_size(lines), len(lines)),
+                         one_line=len(lines) == 1))
+    return [b.payload for b in reading_order(boxes)], raw
+
+
+def _inside_any(line, tables, height: float) -> bool:
+    cx, cy = (line.x0 + line.x1) / 2, height - (line.y0 + line.y1) / 2
+    return any(t.bbox[0] - 1 <= cx <= t.bbox[2] + 1 and t.bbox[1] - 1 <= cy <= t.bbox[3] + 1 for t in tables)
+
+
+def _is_page_number(text: str, top: float, bottom: float, height: float) -> bool:
+    in_margin = bottom <= MARGIN_BAND * height or top >= (1 - MARGIN_BAND) * height
+    return in_margin and bool(_PAGE_NUMBER.match(text))
+
+
+def _mean_size(lines) -> float:
+    from pdfminer.layout import LTChar
+
+    sizes = [ch.size for ln in lines for ch in ln if isinstance(ch, LTChar)]
+    return sum(sizes) / len(sizes) if sizes else 0.0
+
+
+def _classify(items: list[_Item]) -> list[Block]:
+    """Blocks from items: one-line boxes set clearly larger than the body become headings."""
+    text_items = [it for it in items if it.block is None and it.size]
+    body = _weighted_median([(it.size, len(it.text)) for it in text_items])
+    heading_sizes = sorted({round(it.size * 2) / 2 for it in text_items if _is_heading(it, body)}, reverse=True)
+    blocks = []
+    for it in items:
+        if it.block is not None:
+            blocks.append(it.block)
+        elif _is_heading(it, body):
+            level = min(heading_sizes.index(round(it.size * 2) / 2) + 1, 3)
+            blocks.append(Block("heading", it.text, level=level, page=it.page, reflow=True))
+        else:
+            blocks.append(Block("text", it.text, page=it.page, reflow=True))
+    return blocks
+
+
+def _weighted_median(pairs: list[tuple[float, int]]) -> float:
+    """The body font size: the size carrying the median character, not the median box."""
+    total, seen = sum(w for _, w in pairs), 0
+    for size, weight in sorted(pairs):
+        seen += weight
+        if seen * 2 >= total:
+            return size
+    return 0.0
+
+
+def _is_heading(it: _Item, body: float) -> bool:
+    return bool(body) and it.lines == 1 and it.size >= HEADING_SIZE_RATIO * body and len(it.text) <= 150

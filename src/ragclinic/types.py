@@ -1,0 +1,169 @@
+"""Frozen dataclasses that the layers exchange. Derive new values with ``dataclasses.replace``.
+
+Offsets (``start``/``end``) are always character offsets into ``ParsedDocument.text`` with
+``text[start:end]`` being the span, so a citation can point at the exact paragraph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def make_doc_id(path: str, record_key: str = "") -> str:
+    """Stable document id: a hash of the source identity (resolved path, and record key for JSONL)."""
+    ident = path if not record_key else f"{path}#{record_key}"
+    return hashlib.sha256(ident.encode("utf-8")).hexdigest()[:16]
+
+
+def make_chunk_id(doc_id: str, text: str, occurrence: int = 0) -> str:
+    """Content-hash chunk id: text + source identity (+ occurrence, for text repeated in one document)."""
+    h = hashlib.sha256(f"{doc_id}\0{occurrence}\0".encode("utf-8") + text.encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file read once: the bytes every parser works from, hashed once."""
+
+    path: Path  # resolved, absolute
+    data: bytes
+    sha256: str
+    mtime: float
+    size: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and the span it governs (heading line included)."""
+
+    path: tuple[str, ...]  # heading path, outermost first
+    level: int  # 1 = top level
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: structured cells, plus the span of its Markdown rendering in the text."""
+
+    rows: tuple[tuple[str, ...], ...]
+    start: int
+    end: int
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int  # 1-based
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    doc_id: str
+    path: str  # resolved source path
+    record_key: str  # "" for whole-file documents; the record id for JSONL
+    title: str
+    text: str
+    sections: tuple[Section, ...] = ()
+    tables: tuple[Table, ...] = ()
+    pages: tuple[Page, ...] = ()
+    language: str = "en"  # "en", "zh", or "und"
+    parser: str = ""
+    sha256: str = ""  # of the parsed text
+    mtime: float = 0.0
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+
+    def page_at(self, offset: int) -> int | None:
+        for p in self.pages:
+            if p.start <= offset < p.end:
+                return p.number
+        return None
+
+
+@dataclass(frozen=True)
+class ParseReport:
+    """Parse-layer quality figures for one document. Ratios are ``None`` when undefined."""
+
+    doc_id: str
+    path: str
+    record_key: str
+    parser: str
+    characters: int
+    pages: int
+    empty_pages: tuple[int, ...]
+    replacement_chars: int
+    mojibake_hits: int
+    garbled_ratio: float | None
+    hyphen_joins: int
+    hyphens_kept: int
+    tables: int
+    keyword_retention: float | None
+    lost_keywords: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """What a parser yields per document."""
+
+    document: ParsedDocument
+    report: ParseReport
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    section: tuple[str, ...]
+    page: int | None
+    language: str
+    tokens: int
+    ordinal: int  # position within the document
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True)
+class ChunkReport:
+    doc_id: str
+    chunks: int
+    tokens_min: int
+    tokens_p50: float
+    tokens_p90: float
+    tokens_max: int
+    tokens_mean: float
+    mid_sentence_ends: int  # expected 0, except chunks cut inside a reported over-long sentence
+    overlong_sentences: int
+    split_tables: int
+    tiny_chunks: int
+    duplicate_chunks: int
+    warnings: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RecordError:
+    """A record inside a multi-document file (JSONL line) that could not be parsed; the rest are kept."""
+
+    path: str
+    location: str  # e.g. "line 12"
+    reason: str
