@@ -27,9 +27,9 @@ def _isolated_env(monkeypatch, tmp_path_factory):
 def make_settings(tmp_path):
     from ragclinic.config import Settings
 
-    def make(**overrides):
+    def make(kb=None, **overrides):
         overrides.setdefault("embedder", "fake")
-        return Settings.load(tmp_path / "kb", **overrides)
+        return Settings.load(kb or tmp_path / "kb", **overrides)
 
     return make
 

@@ -153,6 +153,20 @@ class Database:
             out.update(self.conn.execute(q, part))
         return out
 
+    def chunk_rows(self, rowids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Chunks with their document's path and title, by rowid."""
+        out: dict[int, dict[str, Any]] = {}
+        keys = ("rowid", "chunk_id", "doc_id", "text", "start", "end", "section", "page", "path", "title")
+        for i in range(0, len(rowids), 500):
+            part = list(rowids[i:i + 500])
+            q = ('SELECT c.rowid, c.chunk_id, c.doc_id, c.text, c.start, c."end", c.section, c.page, d.path, '
+                 f"d.title FROM chunks c JOIN documents d USING (doc_id) WHERE c.rowid IN ({','.join('?' * len(part))})")
+            for row in self.conn.execute(q, part):
+                d = dict(zip(keys, row))
+                d["section"] = json.loads(d["section"])
+                out[d["rowid"]] = d
+        return out
+
     def iter_chunk_texts(self) -> Iterator[tuple[int, str]]:
         yield from self.conn.execute("SELECT rowid, text FROM chunks ORDER BY rowid")
 

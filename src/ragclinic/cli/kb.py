@@ -1,0 +1,106 @@
+"""`ragclinic kb stats | docs | report`: what a knowledge base holds and how well it was parsed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ragclinic.cli.main import app, fail, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption, KbOption
+from ragclinic.config import Settings
+from ragclinic.store.kb import KnowledgeBase
+
+kb_app = typer.Typer(help="Inspect a knowledge base.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+
+
+def _open(kb: Optional[Path]) -> KnowledgeBase:
+    return KnowledgeBase.open(Settings.load(kb))
+
+
+@kb_app.command("stats")
+@handle_errors
+def stats(kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
+    """Documents, chunks and the KB version (bumped by every committed change)."""
+    base = _open(kb)
+    try:
+        s = base.stats()
+        if json_out:
+            print_json(s)
+            return
+        t = Table(show_header=False, title=f"knowledge base {base.folder}")
+        for k, v in {**s, "embedder": base.settings.embedder, "lexical index entries": len(base.lexical()),
+                     "chunk max tokens": base.settings.chunk_max_tokens}.items():
+            t.add_row(k, str(v))
+        out.print(t)
+    finally:
+        base.close()
+
+
+@kb_app.command("docs")
+@handle_errors
+def docs(kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
+    """List the documents: id, source, title, language, chunks."""
+    base = _open(kb)
+    try:
+        rows = base.db.documents()
+    finally:
+        base.close()
+    if json_out:
+        print_json({"documents": rows})
+        return
+    t = Table("doc_id", "source", "title", "lang", "chunks")
+    for r in rows:
+        src = r["path"] + (f"#{r['record_key']}" if r["record_key"] else "")
+        t.add_row(r["doc_id"], src, r["title"][:60], r["language"], str(r["chunks"]))
+    out.print(t)
+
+
+@kb_app.command("report")
+@handle_errors
+def report(doc: str = typer.Argument(..., help="Document id, source path, or JSONL record id."),
+           kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
+    """Parse and chunk quality of one document: garbling, hyphen joins, keyword retention, chunk sizes."""
+    base = _open(kb)
+    try:
+        ref = str(Path(doc).resolve()) if Path(doc).exists() else doc
+        found = base.db.find_documents(ref) or base.db.find_documents(doc)
+    finally:
+        base.close()
+    if not found:
+        raise fail(f"no document matches {doc!r}; `ragclinic kb docs` lists ids and paths")
+    if json_out:
+        print_json({"documents": found})
+        return
+    for d in found:
+        _print_report(d)
+
+
+def _print_report(d: dict[str, Any]) -> None:
+    p, c = d["parse_report"], d["chunk_report"]
+    src = d["path"] + (f"#{d['record_key']}" if d["record_key"] else "")
+    t = Table(show_header=False, title=f"{d['title'] or src} ({d['doc_id']})")
+    retention = p["keyword_retention"]
+    garbled = p["garbled_ratio"]
+    rows = [
+        ("source", src), ("parser", p["parser"]), ("characters", p["characters"]), ("pages", p["pages"]),
+        ("empty pages", ", ".join(map(str, p["empty_pages"])) or "none"),
+        ("garbled ratio", "n/a" if garbled is None else f"{garbled:.4f}"),
+        ("replacement chars / mojibake", f"{p['replacement_chars']} / {p['mojibake_hits']}"),
+        ("hyphen joins made / kept", f"{p['hyphen_joins']} / {p['hyphens_kept']}"),
+        ("tables", p["tables"]),
+        ("keyword retention", "n/a" if retention is None else f"{retention:.0%}"),
+        ("lost keywords", ", ".join(p["lost_keywords"][:10]) or "none"),
+        ("chunks", c["chunks"]),
+        ("tokens min / p50 / p90 / max", f"{c['tokens_min']} / {c['tokens_p50']:.0f} / {c['tokens_p90']:.0f} / {c['tokens_max']}"),
+        ("mid-sentence ends", c["mid_sentence_ends"]), ("over-long sentences", c["overlong_sentences"]),
+        ("tiny chunks", c["tiny_chunks"]), ("duplicate chunks", c["duplicate_chunks"]),
+    ]
+    for k, v in rows:
+        t.add_row(k, str(v))
+    out.print(t)
+    for w in list(p["warnings"]) + list(c["warnings"]):
+        out.print(f"[yellow]warning[/] {w}", highlight=False)

@@ -1,0 +1,60 @@
+"""The `ragclinic` command: one module per command group; domain errors become exit codes here."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ragclinic.errors import RagclinicError
+
+app = typer.Typer(help="ragclinic: retrieval-augmented generation that diagnoses and repairs itself.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+out = Console()
+err = Console(stderr=True)
+
+EXIT_FAILED = 1  # some input failed (ingest), or --strict stopped
+EXIT_ERROR = 2  # bad usage, bad settings, unusable knowledge base
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def handle_errors(fn):
+    """Turn ragclinic's errors into a one-line message and an exit code at the edge."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from ragclinic.ingest.runner import IngestAborted
+
+        try:
+            return fn(*args, **kwargs)
+        except IngestAborted as e:
+            raise fail(str(e), EXIT_FAILED) from None
+        except RagclinicError as e:
+            raise fail(str(e)) from None
+
+    return wrapper
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def _register() -> None:
+    from ragclinic.cli import demo, ingest, kb  # noqa: F401  (each module adds its commands)
+
+
+def main() -> None:
+    _register()
+    app()
+
+
+_register()

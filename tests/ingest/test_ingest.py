@@ -1,0 +1,163 @@
+"""Ingest end to end (fake embedder): incremental, idempotent, crash-consistent bookkeeping, bad input."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from ragclinic.ingest.runner import IngestAborted, ingest
+from ragclinic.store.kb import KnowledgeBase
+
+EN = "# Bonds\n\nThe risk-free rate is the return on a riskless investment. Bills are the proxy.\n\n" \
+     "## Yields\n\nYields are quoted per year. Prices fall when rates rise.\n"
+ZH = "检索增强生成先检索相关段落，再让语言模型作答。检索质量决定答案质量的上限。"
+
+
+def _corpus(root):
+    (root / "sub").mkdir(parents=True)
+    (root / "bonds.md").write_text(EN, encoding="utf-8")
+    (root / "sub" / "rag.txt").write_bytes(ZH.encode("gbk"))
+    (root / "notes.txt").write_text("Chunking ends at sentence boundaries. Overlap carries context.\n")
+    return root
+
+
+@pytest.fixture
+def kb(make_settings):
+    base = KnowledgeBase.open(make_settings(), create=True)
+    base.lock()
+    yield base
+    base.close()
+
+
+def _chunk_ids(kb):
+    return sorted(r[0] for r in kb.db.conn.execute("SELECT chunk_id FROM chunks"))
+
+
+def test_first_ingest_then_rerun_does_no_work(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    r1 = ingest(kb, [root])
+    assert (r1.added, r1.updated, r1.unchanged, r1.failed) == (3, 0, 0, [])
+    assert r1.chunks == kb.stats()["chunks"] > 0
+    version = kb.stats()["version"]
+    r2 = ingest(kb, [root])
+    assert (r2.added, r2.updated, r2.unchanged, r2.chunks) == (0, 0, 3, 0)
+    assert kb.stats()["version"] == version  # nothing was written
+    assert len(kb.lexical()) == kb.stats()["chunks"]
+
+
+def test_changed_file_replaces_its_chunks_and_keeps_unchanged_ones(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    ingest(kb, [root])
+    before = set(_chunk_ids(kb))
+    (root / "bonds.md").write_text(EN + "\n## Duration\n\nDuration measures price sensitivity to rates.\n")
+    r = ingest(kb, [root])
+    assert (r.added, r.updated, r.unchanged) == (0, 1, 2)
+    after = set(_chunk_ids(kb))
+    assert after != before and len(kb.lexical()) == len(after)
+    hits = kb.lexical().search(["durat"], 5)
+    assert hits and all(rid in kb.db.chunk_rows([rid]) for rid, _ in hits)
+
+
+def test_sync_removes_documents_whose_files_are_gone(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    ingest(kb, [root])
+    (root / "notes.txt").unlink()
+    r = ingest(kb, [root])
+    assert r.removed == 0 and kb.stats()["documents"] == 3  # without --sync nothing is removed
+    r = ingest(kb, [root], sync=True)
+    assert r.removed == 1 and kb.stats()["documents"] == 2
+    assert len(kb.lexical()) == kb.stats()["chunks"]
+
+
+def test_jsonl_records_are_documents_and_removed_records_go(kb, tmp_path):
+    f = tmp_path / "corpus.jsonl"
+    f.write_text('{"_id": "a", "title": "Alpha", "text": "Alpha text about bonds."}\n'
+                 '{"_id": "b", "title": "Beta", "text": "Beta text about rates."}\n'
+                 'not json\n')
+    r = ingest(kb, [f])
+    assert r.added == 2 and len(r.failed) == 1 and "line 3" in r.failed[0]["reason"]
+    f.write_text('{"_id": "a", "title": "Alpha", "text": "Alpha text about bonds."}\n')
+    r = ingest(kb, [f])
+    assert (r.unchanged, r.removed) == (1, 1)
+    assert kb.stats()["documents"] == 1
+
+
+def test_bad_inputs_get_one_line_each_and_the_rest_is_ingested(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    bad = tmp_path / "docs" / "bad"
+    bad.mkdir()
+    (bad / "empty.txt").write_bytes(b"")
+    (bad / "binary.txt").write_bytes(b"\x00\x01\x02\xff" * 100)
+    (bad / "corrupt.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (bad / "big.md").write_text("x" * 300_000)
+    (bad / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"0" * 50)
+    with zipfile.ZipFile(bad / "bomb.docx", "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("word/document.xml", "0" * (60 * 1024 * 1024))
+    (bad / "loop").symlink_to(bad / "loop")
+    (bad / "undecodable.txt").write_bytes(bytes(range(0x80, 0x100)) * 40)
+    kb.settings = kb.settings.model_copy(update={"max_file_size": 200_000, "zip_max_uncompressed": 10 * 1024 * 1024})
+    before = kb.stats()
+    r = ingest(kb, [root])
+    reasons = {f["path"].rsplit("/", 1)[-1]: f["reason"] for f in r.failed}
+    assert "empty" in reasons["empty.txt"]
+    assert "binary" in reasons["binary.txt"]
+    assert "pdf" in reasons["corrupt.pdf"].lower()
+    assert "max_file_size" in reasons["big.md"] or "max-file-size" in reasons["big.md"]
+    assert ".png" in reasons["image.png"]
+    assert "zip bomb" in reasons["bomb.docx"]
+    assert "symlink loop" in reasons["loop"]
+    assert "undecodable.txt" in reasons  # either decoded as something or refused, never a crash
+    assert r.added == 3 and before["documents"] == 0
+
+
+def test_nothing_stored_is_lost_when_a_changed_file_turns_bad(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    ingest(kb, [root])
+    before = _chunk_ids(kb)
+    (root / "bonds.md").write_bytes(b"")
+    r = ingest(kb, [root])
+    assert len(r.failed) == 1 and _chunk_ids(kb) == before
+
+
+def test_strict_stops_at_first_failure_and_keeps_nothing(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    (root / "zzz-empty.txt").write_bytes(b"")
+    with pytest.raises(IngestAborted, match="zzz-empty.txt"):
+        ingest(kb, [root], strict=True)
+    assert kb.stats()["documents"] == 0 and kb.stats()["chunks"] == 0
+
+
+def test_missing_path_is_reported(kb, tmp_path):
+    r = ingest(kb, [tmp_path / "nope"])
+    assert r.failed and "no such file" in r.failed[0]["reason"]
+
+
+def test_permission_error_is_one_line(kb, tmp_path, monkeypatch):
+    import ragclinic.ingest.discover as discover
+
+    root = _corpus(tmp_path / "docs")
+    real_open = open
+
+    def guarded(path, *a, **k):
+        if str(path).endswith("notes.txt"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(discover, "open", guarded, raising=False)
+    r = ingest(kb, [root])
+    assert r.added == 2 and r.failed[0]["reason"] == "no read permission"
+
+
+def test_embeddings_are_cached_across_knowledge_bases(make_settings, tmp_path):
+    from ragclinic.config import Settings
+    from ragclinic.store.embed_cache import EmbeddingCache
+
+    root = _corpus(tmp_path / "docs")
+    a = KnowledgeBase.open(make_settings(), create=True)
+    ingest(a, [root])
+    cache = EmbeddingCache(a.settings.cache_dir)
+    n = cache.count("fake-hash-64")
+    b = KnowledgeBase.open(Settings.load(tmp_path / "kb2", embedder="fake"), create=True)
+    ingest(b, [root])
+    assert cache.count("fake-hash-64") == n and b.stats()["chunks"] == a.stats()["chunks"]
