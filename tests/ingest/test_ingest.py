@@ -161,3 +161,15 @@ def test_embeddings_are_cached_across_knowledge_bases(make_settings, tmp_path):
     b = KnowledgeBase.open(Settings.load(tmp_path / "kb2", embedder="fake"), create=True)
     ingest(b, [root])
     assert cache.count("fake-hash-64") == n and b.stats()["chunks"] == a.stats()["chunks"]
+
+
+def test_progress_counts_jsonl_records_so_the_eta_is_real(kb, tmp_path):
+    root = _corpus(tmp_path / "docs")
+    with open(root / "many.jsonl", "w") as f:
+        for i in range(40):
+            f.write(f'{{"_id": "{i}", "title": "T{i}", "text": "Record {i} about bonds."}}\n')
+    seen = []
+    ingest(kb, [root], on_progress=seen.append)
+    last = seen[-1]
+    assert last.total == last.done == 43 and last.files_done == last.files_total == 4
+    assert max(p.total for p in seen) == 43 and all(p.done <= p.total for p in seen)

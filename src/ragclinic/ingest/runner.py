@@ -47,9 +47,13 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class Progress:
+    """Work done so far. ``total`` is an estimate while files are still unread: each unread file counts
+    as one document until it is read (a JSONL file then counts its lines)."""
+
+    done: int
+    total: int
     files_done: int
     files_total: int
-    documents: int
     chunks: int
 
 
@@ -74,6 +78,11 @@ class _FileDone:
     mtime: float
     seen: frozenset[str] | None  # doc ids the file now holds; None when the file was unchanged
     documents: int
+
+
+@dataclass(frozen=True)
+class _Expect:
+    documents: int  # documents a file just read is expected to hold
 
 
 @dataclass(frozen=True)
@@ -120,13 +129,15 @@ class _Producer(threading.Thread):
             self.put(_END)
 
     def _one(self, path: Path, chunker: Chunker) -> None:
-        parser_for(path)  # unsupported types fail before the file is read
+        parser = parser_for(path)  # unsupported types fail before the file is read
         source = read_source(path, self.settings.max_file_size)
         key = str(source.path)
         known = self.known_files.get(key)
         if known and known[0] == source.sha256:
             self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1]))
             return
+        if parser.name == "jsonl":  # one document per line: lets the progress bar show a real ETA
+            self.put(_Expect(max(1, source.data.count(b"\n") + (not source.data.endswith(b"\n")))))
         seen: set[str] = set()
         for item in parse_source(source, self.settings):
             if isinstance(item, RecordError):
@@ -249,21 +260,27 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
 def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, strict: bool,
              on_progress, total: int) -> None:
     producer.start()
-    done = 0
+    files_done, done, expected = 0, 0, total
     while True:
         item = q.get()
         if item is _END:
             break
+        if isinstance(item, _Expect):
+            expected += item.documents - 1
+            continue
         if isinstance(item, _Failure):
             if strict:
                 raise IngestAborted(f"{item.path}: {item.reason} (--strict: nothing from this run was kept)")
             result.failed.append({"path": item.path, "reason": item.reason})
-            done += item.whole_file
+            files_done += item.whole_file
+            done += 1
         else:
             writer.add(item)
-            done += isinstance(item, _FileDone)
+            is_file = isinstance(item, _FileDone)
+            files_done += is_file
+            done += not is_file or item.seen is None
         if on_progress is not None:
-            on_progress(Progress(done, total, result.added + result.updated + len(writer.docs),
+            on_progress(Progress(done, max(expected, done), files_done, total,
                                  result.chunks + writer.pending_chunks))
     if producer.error is not None:
         raise producer.error
