@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.ingest import _summary, _with_progress
@@ -23,7 +24,7 @@ QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
 @handle_errors
 def demo(
     folder: Path = typer.Option(Path("demo-corpus"), "--dir", help="Where to write the demo corpus."),
-    kb: Optional[Path] = typer.Option(None, "--kb", help="Knowledge base [default: DIR/.ragclinic].",
+    kb: Optional[Path] = typer.Option(None, "--kb", help="Knowledge base \\[default: DIR/.ragclinic].",
                                       show_default=False),
     json_out: bool = JsonOption,
 ) -> None:
@@ -49,7 +50,7 @@ def demo(
     t = Table("document", "parser", "chars", "pages", "tables", "hyphen joins/kept", "keyword retention", "chunks")
     for d in docs:
         b = _brief(d)
-        t.add_row(Path(d["path"]).name, b["parser"], str(b["characters"]), str(b["pages"]), str(b["tables"]),
+        t.add_row(escape(Path(d["path"]).name), b["parser"], str(b["characters"]), str(b["pages"]), str(b["tables"]),
                   f"{b['hyphen_joins']}/{b['hyphens_kept']}",
                   "n/a" if b["keyword_retention"] is None else f"{b['keyword_retention']:.0%}", str(b["chunks"]))
     out.print(t)

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
@@ -25,16 +26,18 @@ def ingest_cmd(
     json_out: bool = JsonOption,
     sync: bool = typer.Option(False, "--sync", help="Remove documents whose source files are gone."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first failure and keep nothing from this run."),
-    max_file_size: Optional[int] = typer.Option(None, "--max-file-size", help="Refuse files larger than N bytes.",
-                                                show_default=False),
+    max_file_size: Optional[int] = typer.Option(
+        None, "--max-file-size", show_default=False,
+        help=f"Refuse files larger than N bytes \\[default: {Settings.model_fields['max_file_size'].default}]."),
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
 ) -> None:
     """Parse, chunk, embed and index documents (PDF, DOCX, HTML, Markdown, text, JSONL).
 
-    Unchanged files are skipped, changed files replace their old chunks. Exit code 0 when every file
-    was ingested or unchanged, 1 when some failed (each is listed with its reason).
+    Unchanged files are skipped; changed files replace their old chunks.
+
+    Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
     settings = Settings.load(kb, max_file_size=max_file_size, embedder=embedder)
     base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
@@ -79,4 +82,4 @@ def _summary(r: IngestResult) -> None:
               str(r.chunks), f"{r.seconds:.1f}")
     out.print(t)
     for f in r.failed:
-        out.print(f"[red]failed[/] {f['path']}: {f['reason']}", highlight=False)
+        out.print(f"[red]failed[/] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)

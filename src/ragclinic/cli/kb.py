@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.main import app, fail, handle_errors, out, print_json
@@ -55,7 +56,7 @@ def docs(kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
     t = Table("doc_id", "source", "title", "lang", "chunks")
     for r in rows:
         src = r["path"] + (f"#{r['record_key']}" if r["record_key"] else "")
-        t.add_row(r["doc_id"], src, r["title"][:60], r["language"], str(r["chunks"]))
+        t.add_row(r["doc_id"], escape(src), escape(r["title"][:60]), r["language"], str(r["chunks"]))
     out.print(t)
 
 
@@ -82,7 +83,7 @@ def report(doc: str = typer.Argument(..., help="Document id, source path, or JSO
 def _print_report(d: dict[str, Any]) -> None:
     p, c = d["parse_report"], d["chunk_report"]
     src = d["path"] + (f"#{d['record_key']}" if d["record_key"] else "")
-    t = Table(show_header=False, title=f"{d['title'] or src} ({d['doc_id']})")
+    t = Table(show_header=False, title=escape(f"{d['title'] or src} ({d['doc_id']})"))
     retention = p["keyword_retention"]
     garbled = p["garbled_ratio"]
     rows = [
@@ -100,7 +101,7 @@ def _print_report(d: dict[str, Any]) -> None:
         ("tiny chunks", c["tiny_chunks"]), ("duplicate chunks", c["duplicate_chunks"]),
     ]
     for k, v in rows:
-        t.add_row(k, str(v))
+        t.add_row(k, escape(str(v)))
     out.print(t)
     for w in list(p["warnings"]) + list(c["warnings"]):
-        out.print(f"[yellow]warning[/] {w}", highlight=False)
+        out.print(f"[yellow]warning[/] {escape(w)}", highlight=False)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-KbOption = typer.Option(None, "--kb", help="Knowledge-base folder [default: ./.ragclinic or $RAGCLINIC_KB].",
+KbOption = typer.Option(None, "--kb", help="Knowledge-base folder \\[default: ./.ragclinic, or $RAGCLINIC_KB].",
                         show_default=False)
 JsonOption = typer.Option(False, "--json", help="Print one JSON object on stdout.")
 
