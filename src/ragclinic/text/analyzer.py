@@ -25,7 +25,8 @@ STOPWORDS = frozenset(
 
 
 @lru_cache(maxsize=1)
-def _jieba():
+def jieba_handle():
+    """jieba, initialised once (quietly: its start-up chatter is not the user's business)."""
     import jieba
 
     jieba.setLogLevel(logging.WARNING)
@@ -53,7 +54,7 @@ def analyze(text: str, stem: bool = True) -> list[str]:
                 out.append(w)
                 latin.append(len(out) - 1)
         else:
-            out.extend(t for t in _jieba().lcut_for_search(cjk) if t.strip())
+            out.extend(t for t in jieba_handle().lcut_for_search(cjk) if t.strip())
     if stem and latin:
         stems = _stemmer().stemWords([out[i] for i in latin])
         for i, s in zip(latin, stems):

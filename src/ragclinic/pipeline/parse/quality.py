@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ragclinic.config import Settings
+from ragclinic.text.analyzer import jieba_handle
 from ragclinic.types import ParsedDocument, ParseReport
 
 _ALNUM = r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"  # Latin, Greek, Cyrillic
@@ -66,8 +67,7 @@ def tokens(text: str) -> list[str]:
            if len(w) >= 3 and w not in _STOP_EN and not w.replace("-", "").isdigit()]
     runs = _CJK_RUN.findall(text)
     if runs:
-        import jieba  # loaded only for Chinese text: its dictionary takes a second to load
-
+        jieba = jieba_handle()  # loaded only for Chinese text: its dictionary takes a second to load
         for run in runs:
             out += [w for w in jieba.lcut(run) if len(w) >= 2 and w not in _STOP_ZH]
     return out
