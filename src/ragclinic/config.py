@@ -22,7 +22,8 @@ from ragclinic.errors import ConfigError
 SETTINGS_FILE = "settings.toml"
 # Settings that define what is stored: changing them on an existing KB would mix incompatible data,
 # so they are written into the KB's settings file when the KB is created.
-KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_tokens", "overlap_max_tokens")
+KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_tokens", "overlap_max_tokens",
+               "lexical_stem")
 
 _file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values", default={})
 

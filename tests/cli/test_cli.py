@@ -56,11 +56,14 @@ def test_max_file_size_flag(runner, docs, tmp_path):
 
 
 def test_strict_exit_1_and_nothing_kept(runner, docs, tmp_path):
+    kb = str(tmp_path / "kb")
+    _ingest(runner, docs, "--kb", kb)
+    before = json.loads(runner.invoke(app, ["kb", "stats", "--kb", kb, "--json"]).stdout)
+    (docs / "c.md").write_text("# Gamma\n\nA new document that must not be kept.\n")
     (docs / "z.pdf").write_bytes(b"not a pdf")
-    r = runner.invoke(app, ["ingest", str(docs), "--kb", str(tmp_path / "kb"), "--embedder", "fake", "--strict"])
+    r = runner.invoke(app, ["ingest", str(docs), "--kb", kb, "--embedder", "fake", "--strict"])
     assert r.exit_code == 1 and "z.pdf" in r.stderr
-    stats = json.loads(runner.invoke(app, ["kb", "stats", "--kb", str(tmp_path / "kb"), "--json"]).stdout)
-    assert stats["documents"] == 0
+    assert json.loads(runner.invoke(app, ["kb", "stats", "--kb", kb, "--json"]).stdout) == before
 
 
 def test_kb_stats_docs_report(runner, docs, tmp_path):
@@ -125,3 +128,13 @@ def test_demo_json(runner, tmp_path, monkeypatch):
 def test_help_lists_commands(runner):
     r = runner.invoke(app, ["--help"])
     assert r.exit_code == 0 and "ingest" in r.stdout and "kb" in r.stdout and "demo" in r.stdout
+
+
+def test_strict_json_prints_the_failure_and_leaves_no_new_kb(runner, docs, tmp_path):
+    (docs / "z.pdf").write_bytes(b"not a pdf")
+    kb = tmp_path / "fresh-kb"
+    r = runner.invoke(app, ["ingest", str(docs), "--kb", str(kb), "--embedder", "fake", "--strict", "--json"])
+    assert r.exit_code == 1
+    data = json.loads(r.stdout)
+    assert set(data) == INGEST_KEYS and data["added"] == 0 and data["failed"][0]["path"].endswith("z.pdf")
+    assert not kb.exists()

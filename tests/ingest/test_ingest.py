@@ -173,3 +173,60 @@ def test_progress_counts_jsonl_records_so_the_eta_is_real(kb, tmp_path):
     last = seen[-1]
     assert last.total == last.done == 43 and last.files_done == last.files_total == 4
     assert max(p.total for p in seen) == 43 and all(p.done <= p.total for p in seen)
+
+
+def test_a_bad_jsonl_line_never_deletes_the_stored_record_and_is_reported_again(kb, tmp_path):
+    f = tmp_path / "c.jsonl"
+    good_b = '{"_id": "b", "title": "Beta", "text": "Beta text about rates."}'
+    f.write_text('{"_id": "a", "title": "Alpha", "text": "Alpha about bonds."}\n' + good_b + "\n")
+    ingest(kb, [f])
+    f.write_text('{"_id": "a", "title": "Alpha", "text": "Alpha about bonds."}\n{"_id": "b", broken\n')
+    r = ingest(kb, [f])
+    assert r.removed == 0 and len(r.failed) == 1 and kb.stats()["documents"] == 2
+    again = ingest(kb, [f])  # the file is not recorded as done while a line fails
+    assert len(again.failed) == 1 and kb.stats()["documents"] == 2
+
+
+def test_an_unexpected_parser_error_fails_one_file_not_the_run(kb, tmp_path, monkeypatch):
+    import ragclinic.ingest.runner as runner
+
+    root = _corpus(tmp_path / "docs")
+    real = runner.parse_source
+
+    def flaky(source, settings):
+        if source.path.name == "notes.txt":
+            raise KeyError("boom")
+        return real(source, settings)
+
+    monkeypatch.setattr(runner, "parse_source", flaky)
+    r = ingest(kb, [root])
+    assert r.added == 2 and r.failed[0]["reason"] == "internal error: KeyError: 'boom'"
+
+
+def test_sync_keeps_documents_it_cannot_check(kb, tmp_path, monkeypatch):
+    import ragclinic.ingest.runner as runner
+
+    root = _corpus(tmp_path / "docs")
+    ingest(kb, [root])
+    real_stat = runner.os.stat
+
+    def denied(path, *a, **k):
+        if str(path).endswith("notes.txt"):
+            raise PermissionError(13, "Permission denied")
+        return real_stat(path, *a, **k)
+
+    monkeypatch.setattr(runner.os, "stat", denied)
+    r = runner._gone(str(root / "notes.txt"))
+    assert r is False
+
+
+def test_strict_rolls_back_what_it_already_wrote(kb, tmp_path, monkeypatch):
+    import ragclinic.ingest.runner as runner
+
+    monkeypatch.setattr(runner, "FLUSH_SECONDS", -1.0)  # write after every item: the rollback must undo it
+    root = _corpus(tmp_path / "docs")
+    (root / "zzz-empty.txt").write_bytes(b"")
+    with pytest.raises(IngestAborted):
+        ingest(kb, [root], strict=True)
+    assert kb.stats() == {"documents": 0, "chunks": 0, "version": 0}
+    assert kb.db.conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0

@@ -71,7 +71,8 @@ def _brief(d: dict) -> dict:
 
 def _preview(base: KnowledgeBase, query: str, k: int = 2) -> list[dict]:
     """Top chunks from each index: shows both indexes answer (the ask pipeline comes later)."""
-    found = [("lexical", rid, s) for rid, s in base.lexical().search(analyze(query), k)]
+    tokens = analyze(query, base.settings.lexical_stem)
+    found = [("lexical", rid, s) for rid, s in base.lexical().search(tokens, k)]
     if base.embedder is not None:
         qv = base.embedder.embed_queries([query])[0]
         found += [("dense", rid, s) for rid, s in base.dense().search(qv, k)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,7 +14,7 @@ from rich.table import Table
 from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.config import Settings
-from ragclinic.ingest.runner import IngestResult, ingest
+from ragclinic.ingest.runner import IngestAborted, IngestResult, ingest
 from ragclinic.store.kb import KnowledgeBase
 
 
@@ -40,6 +41,7 @@ def ingest_cmd(
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
     settings = Settings.load(kb, max_file_size=max_file_size, embedder=embedder)
+    new_folder = not settings.kb.exists()
     base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
     try:
         base.lock()
@@ -47,6 +49,13 @@ def ingest_cmd(
             result = ingest(base, paths, sync=sync, strict=strict)
         else:
             result = _with_progress(base, paths, sync, strict)
+    except IngestAborted as e:
+        base.close()
+        if new_folder:  # --strict keeps nothing: not even the empty knowledge base this run created
+            shutil.rmtree(settings.kb, ignore_errors=True)
+        if json_out:
+            print_json({**IngestResult().to_json(), "failed": [{"path": e.path, "reason": e.reason}]})
+        raise
     finally:
         base.close()
     if json_out:

@@ -8,6 +8,7 @@ same ingest skips what was committed (content hashes) and finishes the rest.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragclinic.errors import ParseError, RagclinicError
+from ragclinic.errors import LayerError, ParseError, RagclinicError
 from ragclinic.ingest.discover import discover, read_source
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
@@ -60,6 +61,10 @@ class Progress:
 class IngestAborted(RagclinicError):
     """--strict stopped at the first failure; nothing from this run was kept."""
 
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason} (--strict: nothing from this run was kept)")
+        self.path, self.reason = path, reason
+
 
 # --------------------------------------------------------------------------- producer events
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class _FileDone:
     mtime: float
     seen: frozenset[str] | None  # doc ids the file now holds; None when the file was unchanged
     documents: int
+    # Some records failed to parse: their ids are unknown, so no stored document of this file may be
+    # treated as gone, and the file is not recorded as ingested (the next run parses it and reports again).
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,10 @@ class _Producer(threading.Thread):
                     self._one(path, chunker)
                 except ParseError as e:
                     self.put(_Failure(str(path), e.reason))
+                except RagclinicError as e:
+                    self.put(_Failure(str(path), str(e)))
+                except Exception as e:  # a parser/chunker bug must not stop the other files
+                    self.put(_Failure(str(path), f"internal error: {type(e).__name__}: {e}"))
         except BaseException as e:  # surfaced by the consumer
             self.error = e
         finally:
@@ -139,8 +151,10 @@ class _Producer(threading.Thread):
         if parser.name == "jsonl":  # one document per line: lets the progress bar show a real ETA
             self.put(_Expect(max(1, source.data.count(b"\n") + (not source.data.endswith(b"\n")))))
         seen: set[str] = set()
+        partial = False
         for item in parse_source(source, self.settings):
             if isinstance(item, RecordError):
+                partial = True
                 self.put(_Failure(item.path, f"{item.location}: {item.reason}", whole_file=False))
                 continue
             doc = item.document
@@ -150,7 +164,7 @@ class _Producer(threading.Thread):
                 continue
             chunks, report = chunker.chunk(doc)
             self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs))
-        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen)))
+        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), partial))
 
 
 # --------------------------------------------------------------------------- consumer
@@ -184,7 +198,12 @@ class _Writer:
         texts = [c.text for d in work for c in d.chunks]
         vectors = None
         if self.embedder is not None and texts:
-            vectors, _ = embed_with_cache(self.embedder, self.cache, texts, self.kb.settings.embed_batch_size)
+            try:
+                vectors, _ = embed_with_cache(self.embedder, self.cache, texts, self.kb.settings.embed_batch_size)
+            except RagclinicError:
+                raise
+            except Exception as e:  # the model failed: nothing of this batch is written, the run stops
+                raise LayerError("embed", e) from e
         r = self.result
         with self.db.transaction():
             i = 0
@@ -202,14 +221,16 @@ class _Writer:
                 else:
                     r.updated += 1
             for f in self.files:
+                r.files += 1
                 if f.seen is None:
                     r.unchanged += f.documents
+                elif f.partial:
+                    continue
                 else:
                     stale = [d for d in self.db.doc_ids_for_path(f.path) if d not in f.seen]
                     self.db.delete_documents(stale)
                     r.removed += len(stale)
                 self.db.record_file(f.path, f.sha256, f.size, f.mtime, f.documents)
-                r.files += 1
         self.docs, self.files, self.pending_chunks = [], [], 0
         self.last_flush = time.monotonic()
 
@@ -228,7 +249,7 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     for f in found:
         if f.error is not None:
             if strict:
-                raise IngestAborted(f"{f.path}: {f.error} (--strict: nothing was ingested)")
+                raise IngestAborted(str(f.path), f.error)
             result.failed.append({"path": str(f.path), "reason": f.error})
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
@@ -270,7 +291,7 @@ def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, stri
             continue
         if isinstance(item, _Failure):
             if strict:
-                raise IngestAborted(f"{item.path}: {item.reason} (--strict: nothing from this run was kept)")
+                raise IngestAborted(item.path, item.reason)
             result.failed.append({"path": item.path, "reason": item.reason})
             files_done += item.whole_file
             done += 1
@@ -288,10 +309,22 @@ def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, stri
 
 
 def _sync_removed(kb: KnowledgeBase, result: IngestResult) -> None:
-    """--sync: forget documents whose source files are gone."""
+    """--sync: forget documents whose source files are gone — anywhere in the KB, not only under the
+    paths given; a file that still exists (or cannot be checked) is never touched."""
     for path in kb.db.known_paths():
-        if not Path(path).exists():
+        if _gone(path):
             ids = kb.db.doc_ids_for_path(path)
             kb.db.delete_documents(ids)
             kb.db.forget_file(path)
             result.removed += len(ids)
+
+
+def _gone(path: str) -> bool:
+    """True only when the file is certainly gone: an unreadable folder is not a deleted file."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False

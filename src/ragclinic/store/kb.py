@@ -58,11 +58,17 @@ class KnowledgeBase:
     def _check_defining(self, created: bool) -> None:
         wanted = self.settings.kb_defining()
         if created:
+            # The file first: a crash before the row is written just repeats this on the next open.
+            write_settings_file(self.folder / SETTINGS_FILE, wanted)
             with self.db.transaction():
                 self.db.set_meta("kb_settings", json.dumps(wanted))
-            write_settings_file(self.folder / SETTINGS_FILE, wanted)
             return
         stored = json.loads(self.db.meta("kb_settings") or "{}")
+        missing = {k: v for k, v in wanted.items() if k not in stored}
+        if missing:  # a setting that became KB-defining after this KB was made: record today's value
+            with self.db.transaction():
+                self.db.set_meta("kb_settings", json.dumps({**stored, **missing}))
+            write_settings_file(self.folder / SETTINGS_FILE, missing)
         bad = {k: (stored[k], wanted[k]) for k in stored if k in wanted and stored[k] != wanted[k]}
         if bad:
             k, (was, now) = next(iter(bad.items()))
@@ -143,7 +149,7 @@ class KnowledgeBase:
     def _uses_hnsw(self) -> bool:
         return self.db.stats()["chunks"] > self.settings.dense_exact_max
 
-    def _sync_hnsw(self) -> str:
+    def _sync_hnsw(self, save: bool = True) -> str:
         folder = self.folder / "dense"
         if not self._uses_hnsw():
             shutil.rmtree(folder, ignore_errors=True)
@@ -164,7 +170,7 @@ class KnowledgeBase:
                 ix.remove(dels)
                 ids, vecs = self.db.embeddings(dim, sorted(adds))
                 ix.add(ids, vecs)
-        if action != "fresh":
+        if action != "fresh" and save:
             ix.save(folder, self.db.version)
         self._dense, self._dense_version = ix, self.db.version
         return action
@@ -176,7 +182,8 @@ class KnowledgeBase:
         if self._dense is not None and self._dense_version == self.db.version:
             return self._dense
         if self._uses_hnsw():
-            self._sync_hnsw()
+            # Only a lock holder may replace the file; a reader catches up in memory.
+            self._sync_hnsw(save=self._lock_fd is not None)
         else:
             ix = ExactIndex(self.embedder.dim)
             ids, vecs = self.db.embeddings(self.embedder.dim)
