@@ -6,6 +6,7 @@ import zipfile
 
 import pytest
 
+from ragclinic.demo.writers import write_pdf
 from ragclinic.ingest.runner import IngestAborted, ingest
 from ragclinic.store.kb import KnowledgeBase
 
@@ -96,6 +97,7 @@ def test_bad_inputs_get_one_line_each_and_the_rest_is_ingested(kb, tmp_path):
         z.writestr("word/document.xml", "0" * (60 * 1024 * 1024))
     (bad / "loop").symlink_to(bad / "loop")
     (bad / "undecodable.txt").write_bytes(bytes(range(0x80, 0x100)) * 40)
+    write_pdf(bad / "locked.pdf", title="Secret", paragraphs=["Only with the password."], user_password="pw")
     kb.settings = kb.settings.model_copy(update={"max_file_size": 200_000, "zip_max_uncompressed": 10 * 1024 * 1024})
     before = kb.stats()
     r = ingest(kb, [root])
@@ -106,6 +108,7 @@ def test_bad_inputs_get_one_line_each_and_the_rest_is_ingested(kb, tmp_path):
     assert "max_file_size" in reasons["big.md"] or "max-file-size" in reasons["big.md"]
     assert ".png" in reasons["image.png"]
     assert "zip bomb" in reasons["bomb.docx"]
+    assert "password" in reasons["locked.pdf"]
     assert "symlink loop" in reasons["loop"]
     assert "undecodable.txt" in reasons  # either decoded as something or refused, never a crash
     assert r.added == 3 and before["documents"] == 0
