@@ -189,6 +189,9 @@ class Database:
             return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)
         return np.asarray(ids, np.int64), np.stack(vecs)
 
+    def embedded_rowids(self) -> set[int]:
+        return {r[0] for r in self.conn.execute("SELECT rowid FROM chunks WHERE embedding IS NOT NULL")}
+
     def changes_since(self, version: int) -> list[tuple[int, str, int]]:
         return list(self.conn.execute(
             "SELECT version, op, chunk_rowid FROM changes WHERE version > ? ORDER BY version, rowid", [version]))

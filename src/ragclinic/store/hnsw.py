@@ -49,8 +49,15 @@ class HnswIndex:
     def remove(self, ids: Collection[int]) -> None:
         for i in ids:
             if i in self._live:
-                self._index.mark_deleted(int(i))
+                try:
+                    self._index.mark_deleted(int(i))
+                except RuntimeError:  # not in the graph (a live set given by the caller was generous)
+                    pass
                 self._live.discard(i)
+
+    def set_live(self, ids: Collection[int]) -> None:
+        """Declare which labels are live (the caller knows it from its store; saves scanning the graph)."""
+        self._live = set(ids)
 
     def search(self, query: np.ndarray, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         q = np.asarray(query, np.float32).reshape(1, self.dim)
@@ -89,8 +96,13 @@ class HnswIndex:
         return final
 
     @classmethod
-    def load(cls, folder: Path, dim: int, m: int, ef_construction: int, ef_search: int) -> tuple["HnswIndex", int] | None:
-        """The newest saved index and the KB version it reflects, or None."""
+    def load(cls, folder: Path, dim: int, m: int, ef_construction: int, ef_search: int,
+             scan_deleted: bool = True) -> tuple["HnswIndex", int] | None:
+        """The newest saved index and the KB version it reflects, or None.
+
+        ``scan_deleted=False`` skips finding deleted labels (one call per label with hnswlib 0.8);
+        the caller must then ``set_live`` from what it knows.
+        """
         found = sorted(((int(mt.group(1)), p) for p in folder.glob("hnsw-v*.bin")
                         if (mt := re.fullmatch(r"hnsw-v(\d+)\.bin", p.name))), reverse=True)
         if not found:
@@ -107,7 +119,9 @@ class HnswIndex:
         self._index.set_ef(ef_search)
         labels = self._index.get_ids_list()
         deleted = set()
-        if hasattr(self._index, "get_deleted_ids"):  # pragma: no cover - newer hnswlib only
+        if not scan_deleted:
+            pass
+        elif hasattr(self._index, "get_deleted_ids"):  # pragma: no cover - newer hnswlib only
             deleted = set(self._index.get_deleted_ids())
         else:
             # hnswlib 0.8 has no API for deleted labels; get_items on a deleted label raises.

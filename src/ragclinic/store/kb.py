@@ -156,7 +156,7 @@ class KnowledgeBase:
             return "exact"
         s = self.settings
         dim = self.embedder.dim
-        loaded = HnswIndex.load(folder, dim, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search)
+        loaded = HnswIndex.load(folder, dim, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search, scan_deleted=False)
         stamp = loaded[1] if loaded else None
         action = self._stale_action(stamp)
         if action == "rebuild":
@@ -165,8 +165,12 @@ class KnowledgeBase:
             ix.add(ids, vecs)
         else:
             ix = loaded[0]
-            if action == "catch-up":
+            current = self.db.embedded_rowids()
+            if action == "fresh":
+                ix.set_live(current)
+            else:
                 adds, dels = _net_changes(self.db.changes_since(stamp))
+                ix.set_live((current - adds) | dels)  # what the file held at its stamp
                 ix.remove(dels)
                 ids, vecs = self.db.embeddings(dim, sorted(adds))
                 ix.add(ids, vecs)
