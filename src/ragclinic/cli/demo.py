@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.ingest import _summary, _with_progress
+from ragclinic.cli.ingest import print_summary, ingest_with_progress
 from ragclinic.cli.main import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 from ragclinic.config import Settings
@@ -36,7 +36,7 @@ def demo(
         base.lock()
         from ragclinic.ingest.runner import ingest
 
-        result = ingest(base, [folder]) if json_out else _with_progress(base, [folder], False, False)
+        result = ingest(base, [folder]) if json_out else ingest_with_progress(base, [folder], False, False)
         docs = [d for p in paths for d in base.db.find_documents(str(p.resolve()))]
         previews = {q: _preview(base, q) for q in QUERIES}
         stats = base.stats()
@@ -46,7 +46,7 @@ def demo(
         print_json({"ingest": result.to_json(), "stats": stats,
                     "documents": [{"path": d["path"], **_brief(d)} for d in docs], "search": previews})
         return
-    _summary(result)
+    print_summary(result)
     t = Table("document", "parser", "chars", "pages", "tables", "hyphen joins/kept", "keyword retention", "chunks")
     for d in docs:
         b = _brief(d)

@@ -48,7 +48,7 @@ def ingest_cmd(
         if json_out:
             result = ingest(base, paths, sync=sync, strict=strict)
         else:
-            result = _with_progress(base, paths, sync, strict)
+            result = ingest_with_progress(base, paths, sync, strict)
     except IngestAborted as e:
         base.close()
         if new_folder:  # --strict keeps nothing: not even the empty knowledge base this run created
@@ -61,14 +61,14 @@ def ingest_cmd(
     if json_out:
         print_json(result.to_json())
     else:
-        _summary(result)
+        print_summary(result)
     if result.failed or (result.files == 0 and result.removed == 0):
         if not result.failed:
             err.print("nothing was ingested: no supported files found under the given paths")
         raise typer.Exit(EXIT_FAILED)
 
 
-def _with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool) -> IngestResult:
+def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool) -> IngestResult:
     columns = [TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
@@ -83,7 +83,7 @@ def _with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: b
         return ingest(base, paths, sync=sync, strict=strict, on_progress=update)
 
 
-def _summary(r: IngestResult) -> None:
+def print_summary(r: IngestResult) -> None:
     t = Table(title="ingest", show_header=True)
     for col in ("added", "updated", "unchanged", "removed", "failed", "chunks", "seconds"):
         t.add_column(col, justify="right")
