@@ -160,7 +160,9 @@ class _Producer(threading.Thread):
             doc = item.document
             seen.add(doc.doc_id)
             if self.known_docs.get(doc.doc_id) == doc.sha256:
-                self.put(_Doc(item, (), None, is_new=False))  # unchanged: no chunking, no embedding
+                # Same text: no chunking, no embedding, no write. Stored metadata (mtime, structure from
+                # an older parser version) stays as it was; the text and chunks are what matter.
+                self.put(_Doc(item, (), None, is_new=False))
                 continue
             chunks, report = chunker.chunk(doc)
             self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs))
