@@ -69,7 +69,7 @@ def ingest_cmd(
 
 
 def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool) -> IngestResult:
-    columns = [TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("docs"),
+    columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
         task = bar.add_task("ingest", total=None, rates="")
@@ -77,7 +77,7 @@ def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, str
         def update(p) -> None:
             elapsed = max(bar.tasks[0].elapsed or 1e-9, 1e-9)
             bar.update(task, total=p.total, completed=p.done,
-                       rates=f"{p.files_done}/{p.files_total} files  {p.files_done / elapsed:.1f} files/s  "
+                       rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
         return ingest(base, paths, sync=sync, strict=strict, on_progress=update)
