@@ -23,10 +23,13 @@ from dataclasses import dataclass
 
 _W = r"[^\W_]"  # a letter or digit, any script
 _HYPHEN = "-\u00ad\u2010"  # ASCII hyphen-minus, soft hyphen, Unicode hyphen
+# The look-behind makes a match start only at the start of a word: without it the regex retries from
+# every position inside a long run of letters (a gene sequence, a hash), which is quadratic.
 _BREAK = re.compile(
-    rf"(?P<left>(?:{_W}+-)*{_W}+)(?P<hyphen>[{_HYPHEN}])[ \t]*\r?\n[ \t]*(?P<right>{_W}+(?:-{_W}+)*)")
+    rf"(?<![^\W_])(?<!-)(?P<left>(?:{_W}+-)*{_W}+)(?P<hyphen>[{_HYPHEN}])[ \t]*\r?\n[ \t]*"
+    rf"(?P<right>{_W}+(?:-{_W}+)*)")
 _BREAK_HINT = re.compile(rf"[{_HYPHEN}][ \t]*\r?\n")  # cheap pre-check before the expensive _BREAK
-_HYPHENATED = re.compile(rf"{_W}+(?:-{_W}+)+")
+_HYPHENATED = re.compile(rf"(?<![^\W_]){_W}+(?:-{_W}+)+")  # word-start anchored, as _BREAK
 _WORD = re.compile(rf"{_W}+")
 
 # Prefixes that usually form *hyphenated* compounds in technical English. Latinate prefixes
@@ -34,6 +37,7 @@ _WORD = re.compile(rf"{_W}+")
 # ("interaction", "supervised") and typesetters break exactly there.
 COMPOUND_PREFIXES = frozenset("""
 self non cross multi semi pseudo quasi well ill high low first second third long short open real
+anti so x one two three four five six seven eight nine ten half
 """.split())
 # Second parts that form hyphenated compounds ("risk-free", "model-based").
 COMPOUND_SUFFIXES = frozenset("""
@@ -125,6 +129,8 @@ def _keep_hyphen(left: str, right: str, ev: HyphenEvidence) -> bool:
     if joined in ev.words:
         return False
     if form in COMPOUND_WORDS:
+        return True
+    if len(a) == 1:  # typesetters never leave one letter before a break: "x-\nray" is "x-ray"
         return True
     if joined in CLOSED_WORDS:
         return False

@@ -22,7 +22,8 @@ _ALNUM = r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"  # Latin, Greek, 
 _LATIN_WORD = re.compile(rf"{_ALNUM}+(?:['\u2019-]{_ALNUM}+)*")
 # A word broken across lines ("retrie-\nval"): the raw text cannot say whether it should be joined,
 # so neither fragment counts as a keyword.
-_LINE_BREAK_WORD = re.compile(r"[^\W_]+[-\u00ad\u2010][ \t]*\r?\n[ \t]*[^\W_]+")
+# Starts only at a word start (look-behind): otherwise quadratic on long runs of letters.
+_LINE_BREAK_WORD = re.compile(r"(?<![^\W_])[^\W_]+[-\u00ad\u2010][ \t]*\r?\n[ \t]*[^\W_]+")
 # URLs are addresses, not text: a Markdown source keeps them, its parsed text does not.
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+|\]\([^)\s]*\)")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
