@@ -67,3 +67,20 @@ def test_empty_text_file(tmp_path):
     parsed = parse_one(write_text(tmp_path / "empty.txt", ""))
     assert parsed.document.text == "" and parsed.report.garbled_ratio is None
     assert parsed.report.keyword_retention is None and parsed.document.language == "und"
+
+
+@pytest.mark.parametrize("data, encoding, text", [
+    ("中文测试".encode("gbk"), "gb18030", "中文测试"),  # short GBK: charset-normalizer alone says cp949
+    ("Müller".encode("latin-1"), "cp1252", "Müller"),  # not UTF-16 without NULs
+    ("La crème brûlée est naïve.".encode("latin-1"), "cp1252", "La crème brûlée est naïve."),
+    ("café résumé naïve ".encode() * 20 + b"\xff", "utf-8", None),  # one stray byte: U+FFFD, not Latin-1
+])
+def test_encoding_guesses_for_short_and_nearly_utf8_text(data, encoding, text):
+    from ragclinic.pipeline.parse.encoding import decode_bytes
+
+    d = decode_bytes(data)
+    assert d.encoding == encoding
+    if text is not None:
+        assert d.text == text
+    else:
+        assert d.text.count("\ufffd") == 1 and "café" in d.text

@@ -63,21 +63,77 @@ def decode_bytes(data: bytes, *, declared: str | None = None) -> Decoded:
 
 
 def _detect(data: bytes) -> Decoded:
+    """Not UTF-8: try, in order, what our users' files usually are, each with a plausibility check.
+
+    charset-normalizer alone misreads short files (4 GBK characters come back as cp949 Korean,
+    Latin-1 "Müller" as UTF-16), so it is consulted after these checks, not before.
+    """
+    for guess in (_nearly_utf8, _chinese_gb, _western):
+        found = guess(data)
+        if found is not None:
+            return Decoded(_check_not_binary(found[0]), found[1], False)
     from charset_normalizer import from_bytes
 
     best = from_bytes(data).best()
-    if best is not None:
+    # Without a BOM, UTF-16/32 text of any script has NUL bytes, which were refused above.
+    if best is not None and not best.encoding.lower().replace("_", "").startswith(("utf16", "utf32")):
         codec = _normalise(best.encoding)
         try:
             return Decoded(_check_not_binary(data.decode(codec)), codec, False)
         except (UnicodeDecodeError, LookupError):
             pass
-    try:  # the commonest non-UTF-8 encoding among our users; strict, so it rarely succeeds by accident
-        return Decoded(_check_not_binary(data.decode("gb18030")), "gb18030", False)
-    except UnicodeDecodeError:
-        pass
-    raise ParseError("cannot decode text: tried utf-8, gb18030 and charset-normalizer detection; "
+    raise ParseError("cannot decode text: tried utf-8, gb18030, cp1252 and charset-normalizer detection; "
                      "convert the file to UTF-8 first (e.g. iconv -f <encoding> -t UTF-8)")
+
+
+# A few undecodable bytes in otherwise valid UTF-8 (a truncated copy, one stray Latin-1 byte) are
+# kept as U+FFFD, which the parse report counts and warns about; beyond this share it is not UTF-8.
+NEARLY_UTF8_MAX_ERRORS = 0.005
+
+
+def _nearly_utf8(data: bytes) -> tuple[str, str] | None:
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    return (text, "utf-8") if bad <= NEARLY_UTF8_MAX_ERRORS * len(text) else None
+
+
+def _chinese_gb(data: bytes) -> tuple[str, str] | None:
+    """GB18030 when it decodes and its Chinese characters are common ones (in GB2312).
+
+    Latin-1 text also decodes as GB18030 ("ü" + "l" is a valid GBK pair), but into rare characters
+    outside GB2312; real Chinese text is almost all GB2312.
+    """
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        return None
+    wide = [c for c in text if ord(c) > 0x7F]
+    if not wide:
+        return None
+    common = sum(1 for c in wide if _in_gb2312(c))
+    return (text, "gb18030") if common / len(wide) >= 0.9 else None
+
+
+def _in_gb2312(ch: str) -> bool:
+    try:
+        ch.encode("gb2312")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+# Letters and punctuation of Western European text in cp1252 (Latin-1 plus typographic quotes).
+_WESTERN = set("ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝßàáâãäåæçèéêëìíîïñòóôõöøùúûüýÿŒœŠšŸŽž"
+               "‘’“”„–—…€£¥©®°±²³µ·¹º»«¼½¾¿¡§¶×÷\u00a0")
+
+
+def _western(data: bytes) -> tuple[str, str] | None:
+    try:
+        text = data.decode("cp1252")
+    except UnicodeDecodeError:
+        return None
+    wide = [c for c in text if ord(c) > 0x7F]
+    return (text, "cp1252") if wide and all(c in _WESTERN for c in wide) else None
 
 
 def _normalise(encoding: str) -> str:
