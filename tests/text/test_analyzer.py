@@ -21,3 +21,9 @@ def test_language_detection():
     assert detect_language("This is English.") == "en"
     assert detect_language("这是中文，有一些 English words。") == "zh"
     assert detect_language("1234 ...") == "und"
+
+
+def test_other_scripts_and_full_width_forms_are_searchable():
+    assert analyze("Это русский текст") == ["это", "русский", "текст"]
+    assert analyze("한국어 텍스트") == ["한국어", "텍스트"]
+    assert analyze("ＧＰＴ－４ 模型") == ["gpt", "4", "模型"]

@@ -11,9 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import unicodedata
 from functools import lru_cache
 
-_RUNS = re.compile(r"([\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)|([0-9A-Za-z\u00c0-\u024f]+)")
+# Han (and kana, which jieba splits into characters) runs go to jieba; any other letters or digits,
+# in any script (Latin, Cyrillic, Greek, Hangul, ...), form words.
+_CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+)")
+_WORDS = re.compile(r"[^\W_]+")
 _jieba_lock = threading.Lock()
 
 # Function words only: BM25's idf handles the rest, and a short list keeps phrase-like queries intact.
@@ -43,18 +47,20 @@ def _stemmer():
 
 
 def analyze(text: str, stem: bool = True) -> list[str]:
-    """Tokens for the lexical index (lowercase, stemmed, stopwords dropped; jieba for Chinese)."""
-    latin: list[str] = []
+    """Tokens for the lexical index (NFKC, lowercase, stemmed, stopwords dropped; jieba for Chinese)."""
+    # NFKC folds full-width forms ("ＧＰＴ－４" → "GPT-4"), common in Chinese text.
+    parts = _CJK_RUN.split(unicodedata.normalize("NFKC", text))
     out: list[str] = []
-    for m in _RUNS.finditer(text):
-        cjk, word = m.group(1), m.group(2)
-        if word is not None:
-            w = word.lower()
+    latin: list[int] = []
+    for i, part in enumerate(parts):
+        if i % 2:  # the captured CJK runs
+            out.extend(t for t in jieba_handle().lcut_for_search(part) if t.strip())
+            continue
+        for w in _WORDS.findall(part.lower()):
             if w not in STOPWORDS:
+                if w.isascii():
+                    latin.append(len(out))
                 out.append(w)
-                latin.append(len(out) - 1)
-        else:
-            out.extend(t for t in jieba_handle().lcut_for_search(cjk) if t.strip())
     if stem and latin:
         stems = _stemmer().stemWords([out[i] for i in latin])
         for i, s in zip(latin, stems):
