@@ -33,7 +33,12 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>")
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
 _BOILERPLATE_TAGS = ("nav", "aside", "form", "button", "header", "footer")
 # Not "menu" or "banner": restaurant menus and hero banners are content on some sites.
-_BOILERPLATE_NAMES = re.compile(r"(?i)cookie|consent|gdpr|sidebar|breadcrumb|newsletter")
+# Whole class/id tokens, not substrings: "consent-procedures" (a medical section) and "no-sidebar"
+# (a layout wrapper) are content.
+_BOILERPLATE_NAMES = re.compile(
+    r"(?i)^(?:(?:cookies?|gdpr)(?:[-_]\w+)*"
+    r"|consent[-_](?:banner|bar|notice|dialog|popup|modal|manager|box)"
+    r"|(?:sidebar|side[-_]bar|breadcrumbs?|newsletter)(?:[-_](?:left|right|wrapper|container|widget|signup|form|box))?)$")
 _BLOCK_TAGS = ("br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "section")
 
 
@@ -113,7 +118,10 @@ def _is_boilerplate(el) -> bool:
         return not any(a.tag in ("article", "main") for a in el.iterancestors())
     if el.tag in _BOILERPLATE_TAGS:
         return True
-    return bool(_BOILERPLATE_NAMES.search(f"{el.get('class', '')} {el.get('id', '')}"))
+    tokens = f"{el.get('class', '')} {el.get('id', '')}".split()
+    if not any(_BOILERPLATE_NAMES.match(t) for t in tokens):
+        return False
+    return next(el.iter("article", "main"), None) is None  # never a container of the content itself
 
 
 def _drop(elements) -> None:
