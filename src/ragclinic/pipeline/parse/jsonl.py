@@ -63,7 +63,7 @@ class JsonlParser:
         if not isinstance(obj, dict):
             raise _BadRecord(f"expected a JSON object, got {type(obj).__name__}")
         id_field = next((f for f in settings.jsonl_id_fields if f in obj), None)
-        if id_field is None or obj[id_field] is None or isinstance(obj[id_field], (dict, list)):
+        if id_field is None or isinstance(obj[id_field], bool) or not isinstance(obj[id_field], (str, int)):
             raise _BadRecord(f"no usable id field (looked for {', '.join(settings.jsonl_id_fields)}; "
                              f"set jsonl_id_fields)")
         text_field = settings.jsonl_text_field
@@ -72,6 +72,7 @@ class JsonlParser:
             raise _BadRecord(f"missing text field {text_field!r} (set jsonl_text_field)")
         if not isinstance(body, str):
             raise _BadRecord(f"text field {text_field!r} is {type(body).__name__}, expected a string")
+        body = body.replace("\r\n", "\n").replace("\r", "\n")  # as every other parser's text
         title = obj.get(settings.jsonl_title_field)
         title = title.strip() if isinstance(title, str) else ""
         # Other scalar fields travel along as metadata (e.g. for scope filters downstream).
