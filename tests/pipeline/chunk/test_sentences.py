@@ -125,3 +125,11 @@ def test_clauses_over_the_limit_split_at_whitespace_then_characters():
 def test_clauses_that_fit_stay_whole():
     text = "short clause, and another"
     assert [text[a:b] for a, b in split_clauses(text, 0, 10, COUNT)] == ["short clause, ", "and another"]
+
+
+def test_hard_wrapped_english_lines_are_one_sentence_but_list_items_are_not():
+    text = ("The quick brown fox jumps over the lazy dog and then\nkeeps running through the field until\n"
+            "the river. A second sentence.\n- item one\n- item two")
+    got = [text[a:b].strip() for a, b in split_sentences(text)]
+    assert got[0].endswith("the river.") and got[0].startswith("The quick")
+    assert got[1:] == ["A second sentence.", "- item one", "- item two"]

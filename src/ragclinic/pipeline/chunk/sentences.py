@@ -149,6 +149,11 @@ def _chinese_cuts(text: str) -> list[int]:
     return out
 
 
+# A newline followed by a lowercase letter continues the sentence (hard-wrapped plain text); pysbd
+# would end a sentence at every line. Same length, so the spans still fit the original text.
+_WRAP = re.compile(r"\n(?=[ \t]*[a-z(])")
+
+
 def _english_cuts(text: str) -> list[int]:
     # Full-width terminators are unambiguous, so a Chinese sentence inside an English paragraph
     # still ends at its 。; pysbd then splits each piece.
@@ -158,7 +163,7 @@ def _english_cuts(text: str) -> list[int]:
         if a:
             out.append(a)
         piece = text[a:b]
-        out.extend(a + c for c in _align(piece, _pysbd_sentences(piece)))
+        out.extend(a + c for c in _align(piece, _pysbd_sentences(_WRAP.sub(" ", piece))))
     return out
 
 
