@@ -84,3 +84,31 @@ def test_zip_without_document_xml(tmp_path):
         zf.writestr("hello.txt", "hi")
     with pytest.raises(ParseError, match="no word/document.xml"):
         parse_all(path)
+
+
+def test_content_controls_nested_tables_and_merged_cells(tmp_path):
+    import copy
+
+    import docx
+    from docx.oxml.ns import qn
+    from lxml import etree
+
+    d = docx.Document()
+    d.add_heading("Intro", 1)
+    table = d.add_table(rows=2, cols=3)
+    table.cell(0, 0).merge(table.cell(0, 2)).text = "MERGED"
+    table.cell(1, 0).text = "x"
+    inner = table.cell(1, 1).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text, inner.cell(0, 1).text = "NESTEDA", "n1"
+    wrapped = d.add_paragraph("Inside a content control.")
+    sdt = etree.SubElement(d.element.body, qn("w:sdt"))
+    content = etree.SubElement(sdt, qn("w:sdtContent"))
+    content.append(copy.deepcopy(wrapped._p))
+    d.element.body.remove(wrapped._p)
+    d.element.body.remove(sdt)
+    d.element.body.insert(len(d.element.body) - 1, sdt)  # before sectPr, as Word writes it
+    path = tmp_path / "controls.docx"
+    d.save(str(path))
+    doc = parse_one(path).document
+    assert "| MERGED |  |  |" in doc.text and "NESTEDA n1" in doc.text
+    assert doc.text.rstrip().endswith("Inside a content control.")

@@ -76,7 +76,12 @@ def _raw_text(archive: zipfile.ZipFile) -> str:
         root = etree.fromstring(archive.read("word/document.xml"), etree.XMLParser(resolve_entities=False))
     except (etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as e:
         raise ParseError(f"corrupt DOCX: word/document.xml is unreadable ({e})") from None
-    return "\n".join("".join(t.text or "" for t in p.iter(f"{_W}t")) for p in root.iter(f"{_W}p"))
+    return "\n".join(_xml_paragraph_text(p) for p in root.iter(f"{_W}p"))
+
+
+def _xml_paragraph_text(p) -> str:
+    """A paragraph's text from its XML: tabs and line breaks become spaces, as Word shows them."""
+    return "".join(t.text or "" if t.tag == f"{_W}t" else " " for t in p.iter(f"{_W}t", f"{_W}tab", f"{_W}br"))
 
 
 def _open_document(data: bytes):
@@ -106,7 +111,7 @@ def _body_blocks(document) -> Iterator[Block]:
     from docx.table import Table as DocxTable
     from docx.text.paragraph import Paragraph
 
-    for child in document.element.body.iterchildren():
+    for child in _body_elements(document.element.body):
         if child.tag == f"{_W}p":
             paragraph = Paragraph(child, document)
             style = _style_name(paragraph)
@@ -121,7 +126,33 @@ def _body_blocks(document) -> Iterator[Block]:
             else:
                 yield Block("text", text)
         elif child.tag == f"{_W}tbl":
-            rows = [[cell.text for cell in row.cells] for row in DocxTable(child, document).rows]
+            rows = [_row_texts(row) for row in DocxTable(child, document).rows]
             block = table_block(rows) if rows else None
             if block is not None:
                 yield block
+
+
+def _body_elements(container) -> Iterator:
+    """Paragraphs and tables in body order, looking inside content controls (``w:sdt``), which
+    templates and tables of contents wrap around ordinary paragraphs."""
+    for child in container.iterchildren():
+        if child.tag == f"{_W}sdt":
+            content = child.find(f"{_W}sdtContent")
+            if content is not None:
+                yield from _body_elements(content)
+        else:
+            yield child
+
+
+def _row_texts(row) -> list[str]:
+    """Cell texts of a row; a merged cell's text once (python-docx repeats the cell per grid column),
+    nested tables' text inside their cell."""
+    out: list[str] = []
+    previous = None
+    for cell in row.cells:
+        if previous is not None and cell._tc is previous:
+            out.append("")
+            continue
+        previous = cell._tc
+        out.append(" ".join(t for t in (_xml_paragraph_text(p).strip() for p in cell._tc.iter(f"{_W}p")) if t))
+    return out
