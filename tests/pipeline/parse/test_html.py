@@ -92,3 +92,14 @@ def test_content_whose_class_merely_contains_a_boilerplate_word_is_not_lost_sile
     if "informed consent before randomisation" not in parsed.document.text:
         assert parsed.report.keyword_retention < 0.9
         assert "consent" in parsed.report.lost_keywords and parsed.report.warnings
+
+
+def test_a_table_without_header_cells_is_still_a_table(tmp_path):
+    page = tmp_path / "t.html"
+    page.write_text("<html><head><title>T</title></head><body><article><h1>Rates</h1>"
+                    "<p>The reference table for the worked examples follows below in full.</p>"
+                    "<table><tr><td>bill</td><td>4.2%</td></tr><tr><td>note</td><td>3.9%</td></tr></table>"
+                    "</article></body></html>")
+    doc = parse_one(page).document
+    assert len(doc.tables) == 1
+    assert doc.tables[0].rows == (("bill", "4.2%"), ("note", "3.9%"))

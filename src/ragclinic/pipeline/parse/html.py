@@ -85,8 +85,21 @@ def _extract(root) -> tuple[str, str, str]:
     _drop(root.iter(*_INVISIBLE))
     clean = copy.deepcopy(root)
     _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
+    _promote_header_rows(clean)
     article = _main_content(copy.deepcopy(clean))  # trafilatura edits the tree it is given
     return article, _lines(root), _lines(clean)
+
+
+def _promote_header_rows(root) -> None:
+    """A table without <th> cells gets its first row as the header: trafilatura writes no Markdown
+    header separator for it, and without one the table would be lost as a table."""
+    for table in root.iter("table"):
+        if next(table.iter("th"), None) is not None:
+            continue
+        first = next(table.iter("tr"), None)
+        if first is not None:
+            for cell in first.findall("td"):
+                cell.tag = "th"
 
 
 @functools.cache
