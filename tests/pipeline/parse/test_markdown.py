@@ -82,3 +82,11 @@ def test_writer_round_trip(tmp_path):
 def test_heading_levels_that_skip():
     blocks = markdown_blocks("### Deep first\n\ntext\n\n# Top\n\nmore")
     assert [(b.kind, b.level) for b in blocks] == [("heading", 3), ("text", 0), ("heading", 1), ("text", 0)]
+
+
+def test_a_leading_rule_is_not_front_matter():
+    from ragclinic.pipeline.parse.markdown import split_front_matter_title
+
+    assert split_front_matter_title("---\ntitle: Hello\ntags:\n  - a\n---\nBody") == ("Hello", "Body")
+    text = "---\nA paragraph between two rules.\n---\nBody."
+    assert split_front_matter_title(text) == ("", text)

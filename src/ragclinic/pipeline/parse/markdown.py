@@ -32,10 +32,14 @@ class MarkdownParser:
         yield make_parsed(source, settings, assembled, info)
 
 
+_YAML_LINE = re.compile(r"^(?:[\w.-]+[ \t]*:(?:[ \t].*)?|[ \t]+.*|[ \t]*-[ \t].*|#.*)$")
+
+
 def split_front_matter_title(text: str) -> tuple[str, str]:
     """Drop a YAML front-matter block (``---`` ... ``---``), returning its ``title:`` if any."""
     m = re.match(r"---[ \t]*\n(.*?)\n---[ \t]*(\n|$)", text, re.S)
-    if not m:
+    # Front matter is "key: value" lines; a document that merely opens with a --- rule is not.
+    if not m or not all(_YAML_LINE.match(line) for line in m.group(1).splitlines() if line.strip()):
         return "", text
     t = re.search(r"^title:\s*(.+?)\s*$", m.group(1), re.M)
     return (t.group(1).strip("\"'") if t else ""), text[m.end():]
