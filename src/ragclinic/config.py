@@ -83,6 +83,15 @@ class Settings(BaseSettings):
     hnsw_ef_search: int = Field(128, ge=10)
     lexical_stem: bool = Field(True, description="Snowball-stem English tokens in the lexical index.")
 
+    # --- retrieval
+    retriever: str = Field("hybrid", description="lexical, dense or hybrid (reciprocal rank fusion of both).")
+    top_k: int = Field(10, ge=1, le=1000, description="Hits returned by retrieval.")
+    fusion_depth: int = Field(100, ge=1, le=10_000,
+                              description="Candidates each retriever contributes to hybrid fusion.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant (Cormack et al. 2009 use 60).")
+    fusion_weights: dict[str, float] = Field({"lexical": 1.0, "dense": 1.0},
+                                             description="Per-retriever weight in the fused score.")
+
     @field_validator("kb", "cache_dir", mode="after")
     @classmethod
     def _expand(cls, v: Path) -> Path:

@@ -167,3 +167,26 @@ class RecordError:
     path: str
     location: str  # e.g. "line 12"
     reason: str
+
+
+@dataclass(frozen=True)
+class SourceScore:
+    """How one retriever ranked a hit."""
+
+    retriever: str  # "lexical", "dense", ...
+    rank: int  # 1-based
+    score: float  # that retriever's own score (BM25, cosine)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk: the score it is ranked by (fused for hybrid) and how each retriever saw it."""
+
+    chunk: Chunk
+    score: float
+    sources: tuple[SourceScore, ...]
+    rowid: int  # the chunk's row in the knowledge base (index label)
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        return tuple(s.retriever for s in self.sources)

@@ -167,6 +167,19 @@ class Database:
                 out[d["rowid"]] = d
         return out
 
+    def chunks_by_rowid(self, rowids: Sequence[int]) -> dict[int, Chunk]:
+        """Chunks (the layer type) by rowid; rows deleted meanwhile are absent."""
+        out: dict[int, Chunk] = {}
+        for i in range(0, len(rowids), 500):
+            part = list(rowids[i:i + 500])
+            q = ('SELECT rowid, chunk_id, doc_id, text, start, "end", section, page, language, tokens, ordinal '
+                 f"FROM chunks WHERE rowid IN ({','.join('?' * len(part))})")
+            for rid, cid, doc, text, start, end, section, page, lang, tokens, ordinal in self.conn.execute(q, part):
+                out[rid] = Chunk(id=cid, doc_id=doc, text=text, start=start, end=end,
+                                 section=tuple(json.loads(section)), page=page, language=lang, tokens=tokens,
+                                 ordinal=ordinal)
+        return out
+
     def iter_chunk_texts(self) -> Iterator[tuple[int, str]]:
         yield from self.conn.execute("SELECT rowid, text FROM chunks ORDER BY rowid")
 

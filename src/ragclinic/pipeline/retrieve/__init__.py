@@ -1,0 +1,14 @@
+"""Retrieve layer: lexical (BM25), dense (e5) and hybrid (reciprocal rank fusion) retrievers."""
+
+from ragclinic.pipeline.retrieve import dense, hybrid, lexical  # noqa: F401  (register the built-ins)
+from ragclinic.pipeline.retrieve.base import RETRIEVERS, Retriever
+from ragclinic.pipeline.retrieve.hybrid import rrf
+from ragclinic.store.kb import KnowledgeBase
+
+
+def create_retriever(kb: KnowledgeBase, name: str | None = None) -> Retriever:
+    """The retriever named in the settings (or ``name``); unknown names list the valid ones."""
+    return RETRIEVERS.create(name or kb.settings.retriever, kb)
+
+
+__all__ = ["RETRIEVERS", "Retriever", "create_retriever", "rrf"]

@@ -1,0 +1,25 @@
+"""Dense retrieval: the KB's embedder on the query side, exact or HNSW search over chunk vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from ragclinic.errors import ConfigError
+from ragclinic.pipeline.retrieve.base import RETRIEVERS, to_hits
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.types import Hit
+
+
+@RETRIEVERS.register("dense")
+class DenseRetriever:
+    name = "dense"
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        if kb.embedder is None:
+            raise ConfigError(f"knowledge base {kb.folder} has no vectors (embedder='none'); "
+                              f"use the lexical retriever, or ingest into a new --kb with --embedder e5")
+        self.kb = kb
+
+    def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
+        vector = self.kb.embedder.embed_queries([query])[0]
+        return to_hits(self.kb, self.name, self.kb.dense().search(vector, k, allowed))
