@@ -138,3 +138,12 @@ def test_strict_json_prints_the_failure_and_leaves_no_new_kb(runner, docs, tmp_p
     data = json.loads(r.stdout)
     assert set(data) == INGEST_KEYS and data["added"] == 0 and data["failed"][0]["path"].endswith("z.pdf")
     assert not kb.exists()
+
+
+def test_tag_flag(runner, docs, tmp_path):
+    kb = str(tmp_path / "kb")
+    r = runner.invoke(app, ["ingest", str(docs), "--kb", kb, "--embedder", "fake", "--json",
+                            "--tag", "tenant=acme", "--tag", "version=3"])
+    assert r.exit_code == 0
+    bad = runner.invoke(app, ["ingest", str(docs), "--kb", kb, "--tag", "tenant"])
+    assert bad.exit_code == 2 and "KEY=VALUE" in bad.output

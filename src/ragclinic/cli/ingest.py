@@ -30,6 +30,9 @@ def ingest_cmd(
     max_file_size: Optional[int] = typer.Option(
         None, "--max-file-size", show_default=False,
         help=f"Refuse files larger than N bytes \\[default: {Settings.model_fields['max_file_size'].default}]."),
+    tag: List[str] = typer.Option([], "--tag", metavar="KEY=VALUE", show_default=False,
+                                  help="Tag every document of this run (repeatable): tenant, version, date, "
+                                       "authority or any key; FILE.meta.json sidecars override per file."),
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
@@ -40,15 +43,16 @@ def ingest_cmd(
 
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
+    tags = parse_pairs(tag, "--tag")
     settings = Settings.load(kb, max_file_size=max_file_size, embedder=embedder)
     new_folder = not settings.kb.exists()
     base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
     try:
         base.lock()
         if json_out:
-            result = ingest(base, paths, sync=sync, strict=strict)
+            result = ingest(base, paths, sync=sync, strict=strict, tags=tags)
         else:
-            result = ingest_with_progress(base, paths, sync, strict)
+            result = ingest_with_progress(base, paths, sync, strict, tags)
     except IngestAborted as e:
         base.close()
         if new_folder:  # --strict keeps nothing: not even the empty knowledge base this run created
@@ -68,7 +72,19 @@ def ingest_cmd(
         raise typer.Exit(EXIT_FAILED)
 
 
-def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool) -> IngestResult:
+def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
+    """``["k=v", ...]`` → dict; a value without "=" is a usage error naming it."""
+    out: dict[str, str] = {}
+    for v in values:
+        key, sep, value = v.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"{v!r} is not KEY=VALUE (e.g. {flag} tenant=acme)", param_hint=flag)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool,
+                         tags: dict[str, str] | None = None) -> IngestResult:
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
@@ -80,7 +96,7 @@ def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, str
                        rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
-        return ingest(base, paths, sync=sync, strict=strict, on_progress=update)
+        return ingest(base, paths, sync=sync, strict=strict, tags=tags, on_progress=update)
 
 
 def print_summary(r: IngestResult) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -11,6 +12,24 @@ from pathlib import Path
 
 from ragclinic.errors import FileTooLarge, ParseError
 from ragclinic.types import SourceFile
+
+
+SIDECAR_SUFFIX = ".meta.json"  # "report.pdf.meta.json" holds report.pdf's tags; never a document itself
+
+
+def read_sidecar(path: Path) -> dict[str, str]:
+    """Tags from ``PATH.meta.json`` if it exists: a JSON object of scalar values."""
+    side = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not side.exists():
+        return {}
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ParseError(f"unreadable metadata sidecar {side.name}: {e}; fix it or delete it") from None
+    if not isinstance(data, dict) or not all(isinstance(v, (str, int, float, bool)) for v in data.values()):
+        raise ParseError(f"metadata sidecar {side.name} must be a JSON object of strings or numbers, "
+                         f'e.g. {{"tenant": "acme", "version": "2"}}')
+    return {str(k): str(v) for k, v in data.items()}
 
 
 @dataclass(frozen=True)
@@ -84,7 +103,7 @@ def _walk(root: Path, emit) -> None:
             continue
         subdirs = []
         for entry in entries:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or entry.name.endswith(SIDECAR_SUFFIX):
                 continue
             path = Path(entry.path)
             try:

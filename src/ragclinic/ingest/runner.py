@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.errors import LayerError, ParseError, RagclinicError
-from ragclinic.ingest.discover import discover, read_source
+from ragclinic.ingest.discover import discover, read_sidecar, read_source
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
@@ -71,8 +71,9 @@ class IngestAborted(RagclinicError):
 class _Doc:
     parsed: Parsed
     chunks: tuple[Chunk, ...]
-    report: ChunkReport
+    report: ChunkReport | None  # None: the document is unchanged
     is_new: bool
+    tags: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class _FileDone:
     mtime: float
     seen: frozenset[str] | None  # doc ids the file now holds; None when the file was unchanged
     documents: int
+    tags: dict[str, str]  # --tag values overlaid by the file's sidecar
     # Some records failed to parse: their ids are unknown, so no stored document of this file may be
     # treated as gone, and the file is not recorded as ingested (the next run parses it and reports again).
     partial: bool = False
@@ -104,9 +106,9 @@ _END = object()
 
 
 class _Producer(threading.Thread):
-    def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue) -> None:
+    def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue, tags: dict[str, str]) -> None:
         super().__init__(daemon=True, name="ragclinic-parse")
-        self.kb, self.files, self.out = kb, files, out
+        self.kb, self.files, self.out, self.tags = kb, files, out, tags
         self.settings = kb.settings
         self.known_files = kb.db.file_index()
         self.known_docs = kb.db.all_doc_shas()
@@ -142,11 +144,12 @@ class _Producer(threading.Thread):
 
     def _one(self, path: Path, chunker: Chunker) -> None:
         parser = parser_for(path)  # unsupported types fail before the file is read
+        tags = {**self.tags, **read_sidecar(path)}  # the file's own sidecar is the more specific
         source = read_source(path, self.settings.max_file_size)
         key = str(source.path)
         known = self.known_files.get(key)
         if known and known[0] == source.sha256:
-            self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1]))
+            self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1], tags))
             return
         if parser.name == "jsonl":  # one document per line: lets the progress bar show a real ETA
             self.put(_Expect(max(1, source.data.count(b"\n") + (not source.data.endswith(b"\n")))))
@@ -162,11 +165,11 @@ class _Producer(threading.Thread):
             if self.known_docs.get(doc.doc_id) == doc.sha256:
                 # Same text: no chunking, no embedding, no write. Stored metadata (mtime, structure from
                 # an older parser version) stays as it was; the text and chunks are what matter.
-                self.put(_Doc(item, (), None, is_new=False))
+                self.put(_Doc(item, (), None, is_new=False, tags=tags))
                 continue
             chunks, report = chunker.chunk(doc)
-            self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs))
-        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), partial))
+            self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs, tags=tags))
+        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), tags, partial))
 
 
 # --------------------------------------------------------------------------- consumer
@@ -215,7 +218,7 @@ class _Writer:
                     continue
                 n = len(d.chunks)
                 added, _ = self.db.write_document(d.parsed.document, d.parsed.report, d.chunks, d.report,
-                                                  None if vectors is None else vectors[i:i + n])
+                                                  None if vectors is None else vectors[i:i + n], d.tags)
                 i += n
                 r.chunks += added
                 if d.is_new:
@@ -224,6 +227,7 @@ class _Writer:
                     r.updated += 1
             for f in self.files:
                 r.files += 1
+                self.db.retag_path(f.path, f.tags)  # tags may change while the content does not
                 if f.seen is None:
                     r.unchanged += f.documents
                 elif f.partial:
@@ -242,8 +246,13 @@ class _Writer:
 
 
 def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, strict: bool = False,
+           tags: dict[str, str] | None = None,
            on_progress: Callable[[Progress], None] | None = None) -> IngestResult:
-    """Ingest files and folders into ``kb`` (which must be locked by the caller or lockable here)."""
+    """Ingest files and folders into ``kb`` (which must be locked by the caller or lockable here).
+
+    ``tags`` (tenant, version, date, authority, any key) go to every document of this run; a file's
+    ``FILE.meta.json`` sidecar adds to and overrides them for that file.
+    """
     t0 = time.perf_counter()
     result = IngestResult()
     found = discover(paths)
@@ -255,7 +264,7 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
             result.failed.append({"path": str(f.path), "reason": f.error})
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
-    producer = _Producer(kb, files, q)
+    producer = _Producer(kb, files, q, dict(tags or {}))
     writer = _Writer(kb, result)
     status = "failed"
     try:

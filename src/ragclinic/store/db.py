@@ -21,7 +21,7 @@ import numpy as np
 from ragclinic.errors import StoreError
 from ragclinic.types import Chunk, ChunkReport, ParsedDocument, ParseReport
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: documents.tags
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS documents (
   doc_id TEXT PRIMARY KEY, path TEXT NOT NULL, record_key TEXT NOT NULL, title TEXT NOT NULL,
   sha256 TEXT NOT NULL, mtime REAL NOT NULL, language TEXT NOT NULL, parser TEXT NOT NULL,
   text TEXT NOT NULL, structure TEXT NOT NULL, metadata TEXT NOT NULL,
-  parse_report TEXT NOT NULL, chunk_report TEXT NOT NULL, version INTEGER NOT NULL
+  parse_report TEXT NOT NULL, chunk_report TEXT NOT NULL, version INTEGER NOT NULL,
+  tags TEXT NOT NULL DEFAULT '{}'  -- JSON object: tenant, version, date, authority, any key=value
 );
 CREATE INDEX IF NOT EXISTS documents_path ON documents(path);
 CREATE TABLE IF NOT EXISTS chunks (
@@ -57,6 +58,7 @@ CREATE TABLE IF NOT EXISTS runs (
 class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._depth = 0
         try:
             self.conn = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             self.conn.execute("PRAGMA journal_mode=WAL")
@@ -70,9 +72,12 @@ class Database:
         found = self.meta("schema_version")
         if found is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))
+        elif int(found) == 1:  # schema 1 had no tags: add the column, every document untagged
+            with self.transaction():
+                self.conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '{}'")
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
         elif int(found) != SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {found}; this ragclinic reads {SCHEMA_VERSION}")
-        self._depth = 0
 
     # ------------------------------------------------------------------ transactions
     @contextmanager
@@ -224,7 +229,8 @@ class Database:
 
     # ------------------------------------------------------------------ writes
     def write_document(self, doc: ParsedDocument, preport: ParseReport, chunks: Sequence[Chunk],
-                       creport: ChunkReport, vectors: np.ndarray | None) -> tuple[int, int]:
+                       creport: ChunkReport, vectors: np.ndarray | None,
+                       tags: dict[str, str] | None = None) -> tuple[int, int]:
         """Replace one document's row and chunks inside the caller's transaction.
 
         Chunks whose id is unchanged keep their row (and index entries); returns (added, deleted).
@@ -237,11 +243,12 @@ class Database:
         structure = {"sections": [asdict(s) for s in doc.sections], "tables": [asdict(t) for t in doc.tables],
                      "pages": [asdict(p) for p in doc.pages]}
         self.conn.execute(
-            "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO documents (doc_id, path, record_key, title, sha256, mtime, language, parser, "
+            "text, structure, metadata, parse_report, chunk_report, version, tags) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             [doc.doc_id, doc.path, doc.record_key, doc.title, doc.sha256, doc.mtime, doc.language, doc.parser,
              doc.text, json.dumps(structure, ensure_ascii=False), json.dumps(dict(doc.metadata), ensure_ascii=False),
              json.dumps(preport.to_dict(), ensure_ascii=False), json.dumps(creport.to_dict(), ensure_ascii=False),
-             version])
+             version, _tags_json(tags)])
         added = 0
         for i, c in enumerate(chunks):
             if c.id in old:
@@ -259,6 +266,34 @@ class Database:
             self.conn.execute("INSERT INTO changes VALUES (?, 'add', ?)", [version, cur.lastrowid])
             added += 1
         return added, len(gone)
+
+    def retag_path(self, path: str, tags: dict[str, str]) -> int:
+        """Give every document of ``path`` these tags (inside the caller's transaction); returns how many changed.
+
+        Tags change what a scope filter lets through, so a change bumps the KB version even though no
+        chunk changes.
+        """
+        new = _tags_json(tags)
+        rows = [r[0] for r in self.conn.execute("SELECT doc_id FROM documents WHERE path = ? AND tags != ?",
+                                                [path, new])]
+        if rows:
+            version = self._bump()
+            self.conn.executemany("UPDATE documents SET tags = ?, version = ? WHERE doc_id = ?",
+                                  [(new, version, d) for d in rows])
+        return len(rows)
+
+    def scope_rows(self) -> list[tuple[str, str, str, float, dict[str, str]]]:
+        """(doc_id, path, record_key, mtime, tags) of every document: what scope filters match on."""
+        return [(d, p, k, m, json.loads(t)) for d, p, k, m, t in
+                self.conn.execute("SELECT doc_id, path, record_key, mtime, tags FROM documents")]
+
+    def chunk_rowids_of(self, doc_ids: Sequence[str]) -> set[int]:
+        out: set[int] = set()
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i:i + 500])
+            q = f"SELECT rowid FROM chunks WHERE doc_id IN ({','.join('?' * len(part))})"
+            out.update(r[0] for r in self.conn.execute(q, part))
+        return out
 
     def delete_documents(self, doc_ids: Sequence[str]) -> int:
         """Remove documents and their chunks (inside the caller's transaction); returns chunks removed."""
@@ -303,3 +338,7 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _tags_json(tags: dict[str, str] | None) -> str:
+    return json.dumps(dict(sorted((tags or {}).items())), ensure_ascii=False)
