@@ -1,3 +1,3 @@
 """Importing this module registers the built-in model backends (the same path plugins use)."""
 
-from ragclinic.models import e5, fake, wordllama  # noqa: F401
+from ragclinic.models import e5, fake, fake_llm, judge, llama, openai_compat, wordllama  # noqa: F401

@@ -1,0 +1,54 @@
+"""A scripted fake language model for tests: replies come from a script, in order or by matching a prompt."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback
+
+Reply = str | Callable[[Sequence[Message]], str]
+
+
+class ScriptedLanguageModel:
+    """``replies``: used in order (the last one repeats); ``rules``: (regex over the last user message, reply)
+    pairs tried first. ``yes_prob`` answers ``next_token_probs`` (a number or a function of the messages)."""
+
+    model_id = "fake-scripted"
+
+    def __init__(self, replies: Sequence[Reply] = ("I do not know.",),
+                 rules: Sequence[tuple[str, Reply]] = (), yes_prob: float | Callable[[Sequence[Message]], float] = 0.5):
+        self.replies, self.rules, self.yes_prob = list(replies), list(rules), yes_prob
+        self.calls: list[tuple[str, list[Message]]] = []  # ("chat" | "probs", messages)
+        self._next = 0
+
+    def _reply(self, messages: Sequence[Message]) -> str:
+        last = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        for pattern, reply in self.rules:
+            if re.search(pattern, last, re.S):
+                return reply(messages) if callable(reply) else reply
+        reply = self.replies[min(self._next, len(self.replies) - 1)]
+        self._next += 1
+        return reply(messages) if callable(reply) else reply
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        self.calls.append(("chat", list(messages)))
+        words = self._reply(messages).split(" ")
+        finish = "length" if len(words) > max_tokens else "stop"
+        text = " ".join(words[:max_tokens])
+        if on_token:
+            for i, w in enumerate(text.split(" ")):
+                on_token(w if i == 0 else " " + w)
+        prompt_tokens = sum(len(m.content.split()) for m in messages)
+        return Completion(text, prompt_tokens, len(text.split()), finish)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        self.calls.append(("probs", list(messages)))
+        p = self.yes_prob(messages) if callable(self.yes_prob) else self.yes_prob
+        if list(candidates) == ["yes", "no"]:
+            return {"yes": p, "no": 1.0 - p}
+        return {c: 1.0 / len(candidates) for c in candidates}
+
+
+LANGUAGE_MODELS.register("fake", lambda settings: ScriptedLanguageModel())

@@ -1,0 +1,124 @@
+"""Local language models through llama-cpp-python (built from source), weights from registry packages.
+
+``local`` runs Qwen2.5-Coder-1.5B-Instruct Q4_K_M (the default), ``local-small`` the 0.5B model (fast tests,
+low-end machines; weaker: it invents answers to unanswerable questions). The chat template is the one in
+the GGUF; greedy decoding at temperature 0; ``n_threads`` = cores unless set.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragclinic.errors import ModelError
+from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
+from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
+
+_LOADED: dict[tuple[str, int, int], "LlamaModel"] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+class LlamaModel:
+    def __init__(self, spec: WeightSpec, settings) -> None:
+        try:
+            from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        except ImportError as e:  # pragma: no cover - depends on the install
+            raise ModelError(f"llama-cpp-python is not installed ({e}); run `make install` or use --llm none") from e
+        path = weights_path(spec, settings.cache_dir)
+        threads = settings.llm_threads or os.cpu_count() or 1
+        try:
+            self._llm = Llama(model_path=str(path), n_ctx=settings.llm_n_ctx, n_threads=threads,
+                              n_threads_batch=threads, seed=settings.seed, verbose=False)
+        except (ValueError, RuntimeError) as e:
+            raise ModelError(f"cannot load {path}: {e}; delete the file to re-assemble it") from e
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelError(f"{path} has no chat template in its metadata")
+        eos_id = self._llm.token_eos()
+        eos = self._llm._model.token_get_text(eos_id) if eos_id != -1 else ""
+        self._format = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token="", add_generation_prompt=True)
+        self._stop = sorted({s for s in (eos, "<|im_end|>", "<|endoftext|>") if s})
+        self.model_id = f"{spec.name}:{spec.sha256[:12]}"
+        self._lock = threading.Lock()  # one llama context serves one call at a time
+
+    def _prompt(self, messages: Sequence[Message]) -> str:
+        return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        prompt = self._prompt(messages)
+        n_prompt = self.count_tokens(prompt)
+        if n_prompt + max_tokens > self._llm.n_ctx():
+            raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
+                             f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
+        with self._lock:
+            stream = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
+                                                 top_k=1 if temperature == 0 else 40, stop=self._stop,
+                                                 stream=True)
+            pieces, finish = [], "stop"
+            for part in stream:
+                choice = part["choices"][0]
+                if choice["text"]:
+                    pieces.append(choice["text"])
+                    if on_token:
+                        on_token(choice["text"])
+                finish = choice.get("finish_reason") or finish
+        text = "".join(pieces)
+        return Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        prompt = self._prompt(messages)
+        ids = {c: self._token_ids(c) for c in candidates}
+        captured: list[np.ndarray] = []
+
+        def capture(_input_ids, scores):
+            captured.append(np.array(scores, dtype=np.float64))
+            return scores
+
+        with self._lock:
+            self._llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
+        if not captured:
+            raise ModelError("the model produced no logits")
+        logits = captured[0]
+        p = np.exp(logits - logits.max())
+        p /= p.sum()
+        mass = {c: float(sum(p[i] for i in ids[c])) for c in candidates}
+        total = sum(mass.values())
+        return {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
+
+    def _token_ids(self, word: str) -> set[int]:
+        out = set()
+        for form in candidate_variants(word):
+            toks = self._llm.tokenize(form.encode("utf-8"), add_bos=False, special=False)
+            if toks:
+                out.add(toks[0])
+        return out
+
+
+def load_llama(name: str, settings) -> LlamaModel:
+    """One loaded model per (name, context size, threads) per process: loading costs ~1 s and ~1 GB."""
+    key = (name, settings.llm_n_ctx, settings.llm_threads)
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = LlamaModel(WEIGHTS[name], settings)
+        return _LOADED[key]
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free the models before interpreter teardown (llama.cpp's finaliser fails once modules are gone)."""
+    for model in _LOADED.values():
+        model._llm.close()
+    _LOADED.clear()
+
+
+LANGUAGE_MODELS.register("local", lambda settings: load_llama("local", settings))
+LANGUAGE_MODELS.register("local-small", lambda settings: load_llama("local-small", settings))

@@ -1,0 +1,70 @@
+"""Any OpenAI-compatible chat endpoint (llama.cpp server, vLLM, Ollama, hosted APIs) via the openai client."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ragclinic.errors import ModelError
+from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
+
+
+@LANGUAGE_MODELS.register("openai")
+class OpenAIModel:
+    def __init__(self, settings, client=None) -> None:
+        if not settings.openai_model:
+            raise ModelError("--llm openai needs a model name: set RAGCLINIC_OPENAI_MODEL "
+                             "(and RAGCLINIC_OPENAI_BASE_URL for a local server)")
+        if client is None:
+            import openai
+
+            key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed"
+            client = openai.OpenAI(base_url=settings.openai_base_url, api_key=key,
+                                   timeout=settings.openai_timeout, max_retries=settings.openai_max_retries)
+        self._client = client
+        self._model = settings.openai_model
+        self.model_id = f"openai:{settings.openai_model}@{settings.openai_base_url or 'api.openai.com'}"
+
+    def _call(self, **kwargs):
+        import openai
+
+        try:
+            return self._client.chat.completions.create(model=self._model, **kwargs)
+        except openai.OpenAIError as e:
+            raise ModelError(f"{self.model_id}: {e}") from e
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        if on_token is None:
+            r = self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature)
+            usage = r.usage
+            return Completion(r.choices[0].message.content or "", getattr(usage, "prompt_tokens", 0) or 0,
+                              getattr(usage, "completion_tokens", 0) or 0, r.choices[0].finish_reason or "stop")
+        pieces, finish, usage = [], "stop", None
+        for part in self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, stream=True,
+                               stream_options={"include_usage": True}):
+            if part.choices:
+                delta = part.choices[0].delta.content or ""
+                if delta:
+                    pieces.append(delta)
+                    on_token(delta)
+                finish = part.choices[0].finish_reason or finish
+            if getattr(part, "usage", None):
+                usage = part.usage
+        return Completion("".join(pieces), getattr(usage, "prompt_tokens", 0) or 0,
+                          getattr(usage, "completion_tokens", 0) or 0, finish)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        r = self._call(messages=[{"role": m.role, "content": m.content} for m in messages], max_tokens=1,
+                       temperature=0.0, logprobs=True, top_logprobs=20)
+        content = (r.choices[0].logprobs and r.choices[0].logprobs.content) or []
+        if not content:
+            raise ModelError(f"{self.model_id} returned no logprobs; the judge needs an endpoint that supports them")
+        mass = {c: 0.0 for c in candidates}
+        for top in content[0].top_logprobs:
+            for c in candidates:
+                if top.token in candidate_variants(c):
+                    mass[c] += math.exp(top.logprob)
+        total = sum(mass.values())
+        return {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
