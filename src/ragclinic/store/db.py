@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import StoreError
-from ragclinic.types import Chunk, ChunkReport, ParsedDocument, ParseReport
+from ragclinic.types import Chunk, ChunkReport, DocInfo, ParsedDocument, ParseReport
 
-SCHEMA_VERSION = 2  # 2: documents.tags
+SCHEMA_VERSION = 3  # 2: documents.tags; 3: traces
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -48,6 +48,12 @@ CREATE TABLE IF NOT EXISTS changes (
   version INTEGER NOT NULL, op TEXT NOT NULL CHECK (op IN ('add', 'del')), chunk_rowid INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS changes_version ON changes(version);
+CREATE TABLE IF NOT EXISTS traces (  -- query traces (ragclinic.trace): one JSON document each
+  id TEXT PRIMARY KEY, debug_round_id TEXT NOT NULL, parent_id TEXT NOT NULL, created REAL NOT NULL,
+  query TEXT NOT NULL, route TEXT NOT NULL, data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS traces_created ON traces(created);
+CREATE INDEX IF NOT EXISTS traces_round ON traces(debug_round_id);
 CREATE TABLE IF NOT EXISTS runs (
   run_id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, finished REAL,
   status TEXT NOT NULL, summary TEXT
@@ -72,9 +78,11 @@ class Database:
         found = self.meta("schema_version")
         if found is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))
-        elif int(found) == 1:  # schema 1 had no tags: add the column, every document untagged
+        elif int(found) in (1, 2):
             with self.transaction():
-                self.conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '{}'")
+                if int(found) == 1:  # schema 1 had no tags: add the column, every document untagged
+                    self.conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '{}'")
+                # schema 2 → 3 only adds the traces table, which the script above has created
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
         elif int(found) != SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {found}; this ragclinic reads {SCHEMA_VERSION}")
@@ -286,6 +294,16 @@ class Database:
         """(doc_id, path, record_key, mtime, tags) of every document: what scope filters match on."""
         return [(d, p, k, m, json.loads(t)) for d, p, k, m, t in
                 self.conn.execute("SELECT doc_id, path, record_key, mtime, tags FROM documents")]
+
+    def doc_infos(self, doc_ids: Sequence[str]) -> dict[str, DocInfo]:
+        out: dict[str, DocInfo] = {}
+        ids = list(dict.fromkeys(doc_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            q = f"SELECT doc_id, path, title, tags FROM documents WHERE doc_id IN ({','.join('?' * len(part))})"
+            for d, p, t, tags in self.conn.execute(q, part):
+                out[d] = DocInfo(d, p, t, json.loads(tags))
+        return out
 
     def chunk_rowids_of(self, doc_ids: Sequence[str]) -> set[int]:
         out: set[int] = set()

@@ -1,0 +1,78 @@
+"""Trace data: JSON-friendly frozen dataclasses (what is persisted is exactly ``to_dict``)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
+QUERY_LAYERS = ("retrieve", "scope", "gate", "generate")
+
+
+def new_trace_id() -> str:
+    return time.strftime("%Y%m%d") + "-" + uuid.uuid4().hex[:10]
+
+
+@dataclass(frozen=True)
+class Span:
+    layer: str
+    status: str  # "ok", "error", "replayed" (outputs copied from the trace being re-run)
+    started_ms: float  # offset from the start of the trace
+    duration_ms: float
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    seq: int
+    layer: str
+    kind: str  # "chat" or "probs"
+    model_id: str
+    key: str  # hash of (kind, messages, parameters): how a replay finds the frozen output
+    messages: list[dict[str, str]]
+    output: Any  # completion text, or {candidate: probability}
+    prompt_tokens: int
+    completion_tokens: int
+    duration_ms: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Trace:
+    id: str
+    debug_round_id: str  # groups a query with the doctor's and debugger's re-runs of it
+    created: float
+    query: str
+    scope: dict[str, str]
+    settings: dict[str, Any]
+    kb_version: int
+    spans: tuple[Span, ...]
+    model_calls: tuple[ModelCall, ...]
+    final: dict[str, Any]  # the Answer's JSON
+    parent_id: str = ""  # the trace this one re-ran, if any
+    rerun_from: str = ""  # the layer the re-run started at
+    symptoms: tuple[dict[str, Any], ...] = ()
+    repairs: tuple[dict[str, Any], ...] = ()
+
+    def span(self, layer: str) -> Span | None:
+        return next((s for s in self.spans if s.layer == layer), None)
+
+    @property
+    def total_ms(self) -> float:
+        return max((s.started_ms + s.duration_ms for s in self.spans), default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Trace":
+        d = dict(d)
+        d["spans"] = tuple(Span(**s) for s in d.get("spans", ()))
+        d["model_calls"] = tuple(ModelCall(**c) for c in d.get("model_calls", ()))
+        d["symptoms"] = tuple(d.get("symptoms", ()))
+        d["repairs"] = tuple(d.get("repairs", ()))
+        return cls(**d)

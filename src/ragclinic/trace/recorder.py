@@ -1,0 +1,100 @@
+"""Recording and replaying model calls, so a trace can be replayed with its model outputs frozen.
+
+Every call through ``RecordingModel`` is appended to the tape with the layer that made it. Given the
+calls of an earlier trace, the same wrapper answers identical calls (same kind, messages and parameters)
+from them instead of the model — replay is then deterministic and needs no model at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+
+from ragclinic.errors import ModelError
+from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback
+from ragclinic.trace.model import ModelCall
+
+
+def call_key(kind: str, messages: Sequence[Message], params: dict) -> str:
+    blob = json.dumps([kind, [[m.role, m.content] for m in messages], params], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:24]
+
+
+class Tape:
+    def __init__(self) -> None:
+        self.calls: list[ModelCall] = []
+        self.layer = ""
+
+    def add(self, **kw) -> None:
+        self.calls.append(ModelCall(seq=len(self.calls), layer=self.layer, **kw))
+
+
+class RecordingModel:
+    """A LanguageModel that records every call on ``tape``; ``frozen`` calls are answered from the record."""
+
+    def __init__(self, lm: LanguageModel | None, tape: Tape, frozen: Iterable[ModelCall] = ()) -> None:
+        self.lm, self.tape = lm, tape
+        frozen = list(frozen)
+        self._frozen: dict[str, deque] = defaultdict(deque)
+        for c in frozen:
+            self._frozen[c.key].append(c)
+        self.model_id = lm.model_id if lm is not None else (frozen[0].model_id if frozen else "frozen-replay")
+
+    def _take(self, key: str) -> ModelCall | None:
+        q = self._frozen.get(key)
+        return q.popleft() if q else None
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        params = {"max_tokens": max_tokens, "temperature": temperature}
+        key = call_key("chat", messages, params)
+        t0 = time.perf_counter()
+        if (old := self._take(key)) is not None:
+            if on_token and old.output:
+                on_token(old.output)
+            done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop")
+            model_id = old.model_id
+        else:
+            done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
+            model_id = self.lm.model_id
+        self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
+                      prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
+                      duration_ms=_ms(t0), params=params)
+        return done
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        params = {"candidates": list(candidates)}
+        key = call_key("probs", messages, params)
+        t0 = time.perf_counter()
+        if (old := self._take(key)) is not None:
+            probs, model_id = dict(old.output), old.model_id
+        else:
+            probs, model_id = self._live().next_token_probs(messages, candidates), self.lm.model_id
+        self.tape.add(kind="probs", model_id=model_id, key=key, messages=_dump(messages), output=probs,
+                      prompt_tokens=_count(self.lm, messages), completion_tokens=0,
+                      duration_ms=_ms(t0), params=params)
+        return probs
+
+    def _live(self) -> LanguageModel:
+        if self.lm is None:
+            raise ModelError("replay needs a model call that the trace did not record; "
+                             "re-run with a language model (--llm) instead of a frozen replay")
+        return self.lm
+
+
+def _dump(messages: Sequence[Message]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _count(lm, messages: Sequence[Message]) -> int:
+    """Prompt tokens of a probs call (the model's tokenizer when it has one, else words)."""
+    counter = getattr(lm, "count_tokens", None)
+    text = "\n".join(m.content for m in messages)
+    return counter(text) if counter else len(text.split())
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)

@@ -1,0 +1,45 @@
+"""Traces live in the knowledge base's SQLite (table ``traces``), one JSON document per trace."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragclinic.errors import StoreError
+from ragclinic.store.db import Database
+from ragclinic.trace.model import Trace
+
+
+def save_trace(db: Database, trace: Trace) -> None:
+    with db.transaction():
+        db.conn.execute(
+            "INSERT OR REPLACE INTO traces (id, debug_round_id, parent_id, created, query, route, data) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [trace.id, trace.debug_round_id, trace.parent_id, trace.created, trace.query,
+             trace.final.get("route", ""), json.dumps(trace.to_dict(), ensure_ascii=False)])
+
+
+def load_trace(db: Database, ref: str) -> Trace:
+    """By id or unique id prefix; the error lists near matches."""
+    rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ? OR id LIKE ? ORDER BY created DESC LIMIT 6",
+                           [ref, ref.replace("%", "") + "%"]).fetchall()
+    exact = [r for r in rows if r[0] == ref]
+    if exact:
+        rows = exact
+    if not rows:
+        raise StoreError(f"no trace {ref!r} in this knowledge base; `ragclinic trace list` shows the recent ones")
+    if len(rows) > 1:
+        raise StoreError(f"trace prefix {ref!r} is ambiguous: {', '.join(r[0] for r in rows[:5])}; give more of it")
+    return Trace.from_dict(json.loads(rows[0][1]))
+
+
+def list_traces(db: Database, limit: int = 20, round_id: str | None = None) -> list[dict[str, Any]]:
+    sql = "SELECT id, debug_round_id, parent_id, created, query, route FROM traces"
+    args: list[Any] = []
+    if round_id:
+        sql += " WHERE debug_round_id = ?"
+        args.append(round_id)
+    sql += " ORDER BY created DESC LIMIT ?"
+    args.append(limit)
+    cols = ("id", "debug_round_id", "parent_id", "created", "query", "route")
+    return [dict(zip(cols, r)) for r in db.conn.execute(sql, args)]
