@@ -11,10 +11,10 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import tomli_w
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ragclinic.errors import ConfigError
@@ -91,6 +91,59 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="Reciprocal rank fusion constant (Cormack et al. 2009 use 60).")
     fusion_weights: dict[str, float] = Field({"lexical": 1.0, "dense": 1.0},
                                              description="Per-retriever weight in the fused score.")
+
+    rerank: bool = Field(False, description="Judge-rerank the top rerank_depth hits (slow: ~0.5 s per passage "
+                                            "with the local model; the doctor switches it on when needed).")
+    rerank_depth: int = Field(20, ge=1, le=200)
+
+    # --- scope policies
+    scope_newest_version: bool = Field(True, description="Exclude superseded versions (same family tag, or a "
+                                                         "version tag and the same title) before the search.")
+    authority_tag: str = "authority"
+    authority_levels: dict[str, float] = Field({"official": 3.0, "reviewed": 2.0, "internal": 1.0, "draft": 0.0},
+                                               description="Named authority levels (a numeric tag is used as is).")
+    authority_boost: float = Field(0.1, ge=0, le=1,
+                                   description="Score × (1 + boost × level / max level) for authoritative sources.")
+    conflict_top_n: int = Field(5, ge=2, le=50, description="Top passages checked for conflicting values.")
+    context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator.")
+
+    # --- language model, judge, gate, generate
+    llm: str = Field("local", description="local (Qwen2.5-Coder-1.5B), local-small (0.5B), openai, none "
+                                          "(extractive answers), or a plugin.")
+    llm_n_ctx: int = Field(4096, ge=512, le=32768, description="Context window of the local model (tokens).")
+    llm_threads: int = Field(0, ge=0, description="Threads for the local model; 0 = one per core.")
+    llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
+    llm_temperature: float = Field(0.0, ge=0, le=2)
+    seed: int = Field(0, ge=0)
+    openai_base_url: Optional[str] = Field(None, description="e.g. http://localhost:8080/v1 (llama.cpp server).")
+    openai_model: Optional[str] = None
+    openai_api_key: Optional[SecretStr] = Field(None, description="Or OPENAI_API_KEY; not needed by local servers.")
+    openai_timeout: float = Field(60.0, gt=0)
+    openai_max_retries: int = Field(2, ge=0, le=10)
+    judge: str = Field("llm", description="llm (P(yes) from the language model's logits) or lexical (no model).")
+    generator: str = Field("llm", description="llm, or extractive (best-supported sentences, no model).")
+    extractive_sentences: int = Field(2, ge=1, le=10)
+    gate_lexical_sure: float = Field(0.75, ge=0, le=1, description="Question-term coverage trusted without the judge.")
+    gate_threshold_lexical: float = Field(0.5, ge=0, le=1, description="Evidence needed to answer (lexical score).")
+    gate_threshold_judge: float = Field(0.5, ge=0, le=1, description="Evidence needed to answer (judge P(yes)).")
+    gate_judge_max: int = Field(3, ge=0, le=20, description="Passages the judge scores when rules are unsure.")
+    claim_lexical_threshold: float = Field(0.5, ge=0, le=1, description="Claim support by words and numbers.")
+    claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
+
+    @field_validator("openai_api_key", mode="before")
+    @classmethod
+    def _api_key_env(cls, v):
+        return v if v is not None else os.environ.get("OPENAI_API_KEY")
+
+    @field_validator("llm", mode="after")
+    @classmethod
+    def _known_llm(cls, v: str) -> str:
+        from ragclinic.models.llm import LANGUAGE_MODELS, register_builtins
+
+        register_builtins()
+        if v != "none" and v not in LANGUAGE_MODELS.names():
+            raise ValueError(f"unknown language model; valid names: none, {', '.join(LANGUAGE_MODELS.names())}")
+        return v
 
     @field_validator("kb", "cache_dir", mode="after")
     @classmethod

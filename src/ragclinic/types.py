@@ -190,3 +190,109 @@ class Hit:
     @property
     def retrievers(self) -> tuple[str, ...]:
         return tuple(s.retriever for s in self.sources)
+
+
+# ---------------------------------------------------------------------------------------------- ask side
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """What the scope policies and citations need to know about a hit's document."""
+
+    doc_id: str
+    path: str
+    title: str
+    tags: Mapping[str, str] = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two top passages from different documents that disagree on a value the question asks about."""
+
+    kind: str  # "number", "date", "entity"
+    chunk_a: str
+    chunk_b: str
+    values_a: tuple[str, ...]
+    values_b: tuple[str, ...]
+    sentence_a: str
+    sentence_b: str
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A hit admitted to the context, numbered as the generator sees it ([n])."""
+
+    n: int
+    hit: Hit
+    doc: DocInfo
+    support: float = 0.0  # the gate's evidence score for the question (0..1)
+    support_by: str = ""  # "lexical" or the judge's model id
+    marks: tuple[str, ...] = ()  # "conflict", "authority=official", ...
+
+    @property
+    def chunk(self) -> Chunk:
+        return self.hit.chunk
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    chunk_id: str
+    doc_id: str
+    rule: str  # e.g. "version=latest"
+    reason: str
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    route: str  # "answer", "refuse", "clarify"
+    question_type: str  # "factual", "how-to", "comparison", "causal", "opinion", "other"
+    evidence_score: float
+    reason: str
+    type_by: str = "rules"  # "rules" or "llm"
+    false_premise: bool = False
+    clarifying_question: str = ""
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: str
+    doc_id: str
+    text: str
+    path: str = ""
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One sentence of the answer and how its citations hold up."""
+
+    text: str
+    cited: tuple[int, ...]
+    verdict: str  # "supported", "unsupported", "contradicted", "uncited", "invalid_citation"
+    score: float  # support of the best cited passage (0..1)
+    chunk_id: str = ""  # the passage that decides the verdict
+    checked_by: str = "lexical"
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str
+    route: str
+    question_type: str
+    refused: bool
+    citations: tuple[Citation, ...]
+    claims: tuple[Claim, ...]
+    confidence: float
+    generator: str  # model id, "extractive" or "template"
+    flags: tuple[str, ...] = ()  # violation phrases, invalid citations, fallbacks
+    trace_id: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The `ragclinic ask --json` contract (extended, never renamed)."""
+        return {"answer": self.text, "refused": self.refused, "route": self.route,
+                "question_type": self.question_type,
+                "citations": [{"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text,
+                               "path": c.path, "title": c.title} for c in self.citations],
+                "confidence": round(self.confidence, 4), "trace_id": self.trace_id,
+                "claims": [asdict(c) for c in self.claims], "flags": list(self.flags), "generator": self.generator}

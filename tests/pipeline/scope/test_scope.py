@@ -106,3 +106,21 @@ def test_no_chunk_outside_the_scope_is_ever_returned(corpus_kb, pairs, query, na
     if allowed is not None:
         assert {h.rowid for h in hits} <= allowed
         assert allowed == corpus_kb.db.chunk_rowids_of(sorted(inside))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=scopes, query=st.sampled_from(["bonds and rates", "duration note", "yields for acme", "检索"]),
+       name=st.sampled_from(["lexical", "dense", "hybrid"]))
+def test_no_chunk_outside_the_scope_ever_reaches_the_gate(corpus_kb, pairs, query, name):
+    """The same guarantee end to end: whatever the policies do, the gate and generator see only in-scope chunks."""
+    from ragclinic.pipeline.runner import Pipeline
+
+    scope = Scope.parse(pairs)
+    docs = {d: (p, k, m, t) for d, p, k, m, t in corpus_kb.db.scope_rows()}
+    inside = {d for d, (p, k, m, t) in docs.items() if scope.matches(d, p, k, m, t)}
+    pipe = Pipeline(corpus_kb, settings=corpus_kb.settings.model_copy(update={"retriever": name, "llm": "none"}))
+    state, trace = pipe.ask(query, pairs, top_k=20, save=False)
+    assert {p.chunk.doc_id for p in state.passages} <= inside
+    gate_seen = {p["hit"]["chunk"]["doc_id"] for p in trace.span("gate").outputs["passages"]}
+    assert gate_seen <= inside
+    assert {c.doc_id for c in state.answer.citations} <= inside

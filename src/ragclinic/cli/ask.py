@@ -1,0 +1,126 @@
+"""`ragclinic ask "QUESTION"` and `ragclinic chat`: answers with validated [n] citations and a saved trace."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from ragclinic.cli.ingest import parse_pairs
+from ragclinic.cli.main import app, err, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption, KbOption
+from ragclinic.config import Settings
+from ragclinic.pipeline.runner import Pipeline, load_language_model
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.types import Answer
+
+ScopeOption = typer.Option([], "--scope", metavar="KEY=VALUE", show_default=False,
+                           help="Restrict the search (repeatable): doc=ID, path=GLOB, from=/to=YYYY-MM-DD, or any "
+                                "tag (tenant=acme, version=2). Applied before the search, never after.")
+TopKOption = typer.Option(None, "--top-k", min=1, show_default=False, help="Hits retrieved \\[default: 10].")
+LlmOption = typer.Option(None, "--llm", show_default=False,
+                         help="local (default, Qwen2.5-Coder-1.5B) | local-small (0.5B, fast, weaker) | "
+                              "openai (RAGCLINIC_OPENAI_*) | none (extractive, no model).")
+RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
+                            help="Judge-rerank the top hits (slower, more precise).")
+
+
+def _pipeline(kb: Optional[Path], llm: Optional[str], quiet: bool) -> Pipeline:
+    settings = Settings.load(kb, llm=llm)
+    base = KnowledgeBase.open(settings)
+    warn = None if quiet else (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
+    lm, flags = load_language_model(settings, warn)
+    return Pipeline(base, lm=lm, lm_flags=flags)
+
+
+@app.command("ask")
+@handle_errors
+def ask_cmd(
+    question: str = typer.Argument(..., help="The question (English or Chinese).", show_default=False),
+    kb: Optional[Path] = KbOption,
+    scope: List[str] = ScopeOption,
+    top_k: Optional[int] = TopKOption,
+    llm: Optional[str] = LlmOption,
+    rerank: Optional[bool] = RerankOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Answer a question from the knowledge base, citing passages as \\[n].
+
+    Refuses (route "refuse") when no passage holds the answer, asks back (route "clarify") when the
+    question has nothing to search for. Every run is saved as a trace: `ragclinic trace show ID`.
+    Exit code 0 for any answer, refusal or clarification; 2 for bad usage or an unusable knowledge base.
+    """
+    pairs = parse_pairs(scope, "--scope")
+    pipe = _pipeline(kb, llm, quiet=json_out)
+    try:
+        stream = None if json_out or not sys.stdout.isatty() else _printer()
+        state, trace = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
+    finally:
+        pipe.kb.close()
+    if json_out:
+        print_json(state.answer.to_json())
+        return
+    if stream is None:
+        out.print(escape(state.answer.text), highlight=False)
+    else:
+        out.print()
+    print_sources(state.answer)
+
+
+def _printer():
+    def write(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    return write
+
+
+def print_sources(answer: Answer) -> None:
+    if answer.citations:
+        t = Table("n", "source", "passage", show_header=True, box=None, padding=(0, 1))
+        for c in answer.citations:
+            src = c.title or Path(c.path).name or c.doc_id
+            text = " ".join(c.text.split())
+            t.add_row(f"[{c.n}]", escape(src[:40]), escape(text[:110] + ("…" if len(text) > 110 else "")))
+        out.print(t)
+    bad = [c for c in answer.claims if c.verdict not in ("supported",)]
+    for c in bad:
+        err.print(f"[yellow]{c.verdict}:[/] {escape(c.text[:100])}")
+    for f in answer.flags:
+        err.print(f"[yellow]flag:[/] {escape(f)}")
+    err.print(f"[dim]route {answer.route} · {answer.question_type} · confidence {answer.confidence:.2f} · "
+              f"{answer.generator} · trace {answer.trace_id}[/]")
+
+
+@app.command("chat")
+@handle_errors
+def chat_cmd(
+    kb: Optional[Path] = KbOption,
+    scope: List[str] = ScopeOption,
+    llm: Optional[str] = LlmOption,
+) -> None:
+    """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
+    asked together with the previous question so it has something to refer to."""
+    pairs = parse_pairs(scope, "--scope")
+    pipe = _pipeline(kb, llm, quiet=False)
+    previous = ""
+    try:
+        while True:
+            try:
+                q = input("? ").strip()
+            except EOFError:
+                break
+            if not q:
+                break
+            asked = f"{previous} {q}" if previous and len(q.split()) <= 4 else q
+            state, _ = pipe.ask(asked, pairs, on_token=_printer())
+            out.print()
+            print_sources(state.answer)
+            previous = q if len(q.split()) > 4 else asked
+    finally:
+        pipe.kb.close()

@@ -1,0 +1,47 @@
+"""Question type by rules (English and Chinese), the language model only when the rules are unsure."""
+
+from __future__ import annotations
+
+import re
+
+from ragclinic.models.llm import LanguageModel, Message
+
+QUESTION_TYPES = ("factual", "how-to", "comparison", "causal", "opinion", "other")
+
+# Order matters only for reporting; a question matching patterns of two types is "unsure".
+_RULES: dict[str, list[str]] = {
+    "comparison": [r"\bcompar", r"\bdifferen(ce|t)\b", r"\b(vs\.?|versus)\b", r"\bwhich is (better|worse|faster|"
+                   r"cheaper|larger|smaller|more|less)\b", r"\bbetter than\b", r"比较", r"区别", r"不同", r"差异",
+                   r"哪个更", r"相比", r"对比"],
+    "causal": [r"^\s*why\b", r"\bwhat (causes|caused|leads to|led to)\b", r"\breason(s)? (for|why)\b",
+               r"\bhow come\b", r"\bdue to what\b", r"为什么", r"为何", r"原因", r"导致", r"怎么会"],
+    "how-to": [r"^\s*how (do|can|should|would|to)\b", r"\bhow to\b", r"\bsteps? (to|for)\b", r"\bprocedure\b",
+               r"\binstructions?\b", r"如何", r"怎么(做|办|用|设置|申请|操作)", r"怎样", r"步骤", r"方法"],
+    "opinion": [r"\b(do|would) you (think|recommend|prefer)\b", r"\byour (opinion|view)\b", r"\bshould i\b",
+                r"\bis it (good|bad|worth)\b", r"你(认为|觉得|建议)", r"值得吗", r"好不好"],
+    "factual": [r"^\s*(what|who|whom|whose|when|where|which|how (many|much|long|old|far|often))\b",
+                r"^\s*(is|are|was|were|does|do|did|can|has|have)\b", r"\?$",
+                r"什么", r"谁", r"何时", r"哪里", r"哪(一|个|些|年|天)", r"多少", r"几", r"是否", r"吗[？?]?$"],
+}
+_COMPILED = {t: [re.compile(p, re.I) for p in ps] for t, ps in _RULES.items()}
+
+
+def classify_rules(question: str) -> tuple[str, bool]:
+    """(type, sure). Sure when exactly one specific type matches (factual yields to any specific type)."""
+    hits = [t for t, ps in _COMPILED.items() if any(p.search(question) for p in ps)]
+    specific = [t for t in hits if t != "factual"]
+    if len(specific) == 1:
+        return specific[0], True
+    if len(specific) > 1:
+        return specific[0], False
+    if hits:
+        return "factual", True
+    return "other", False
+
+
+def classify_llm(lm: LanguageModel, question: str) -> str | None:
+    msgs = [Message("system", "Classify the user's question. Reply with exactly one label from: "
+                              + ", ".join(QUESTION_TYPES) + "."),
+            Message("user", question)]
+    reply = lm.chat(msgs, max_tokens=6, temperature=0.0).text.strip().lower()
+    return next((t for t in QUESTION_TYPES if reply.startswith(t) or t in reply.split()), None)

@@ -1,0 +1,34 @@
+"""Fixed wording for refusals and clarifications, in the question's language."""
+
+from __future__ import annotations
+
+from ragclinic.text.lang import detect_language
+
+_TEXT = {
+    "en": {
+        "no_evidence": "I can't answer this from the documents: none of the retrieved passages contains the answer, "
+                       "and I won't guess.",
+        "no_hits": "I can't answer this: nothing in the knowledge base (within the requested scope) matches the "
+                   "question.",
+        "one_side": "I can't make this comparison from the documents: I found evidence about {found} but not "
+                    "about {missing}.",
+        "clarify": "The question has no terms I can search for: could you say more precisely what you are "
+                   "asking about?",
+        "false_premise": "The documents contradict the premise of the question.",
+    },
+    "zh": {
+        "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
+        "no_hits": "无法回答：知识库（在所请求的范围内）中没有与该问题相关的内容。",
+        "one_side": "无法根据文档进行这一比较：找到了关于{found}的证据，但没有关于{missing}的证据。",
+        "clarify": "这个问题中没有可以检索的关键词：能否更具体地说明您想问的内容？",
+        "false_premise": "文档内容与问题的前提相矛盾。",
+    },
+}
+
+
+def language_of(question: str) -> str:
+    return "zh" if detect_language(question) == "zh" else "en"
+
+
+def render(key: str, question: str, **values: str) -> str:
+    return _TEXT[language_of(question)][key].format(**values)

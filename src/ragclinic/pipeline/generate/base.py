@@ -1,0 +1,41 @@
+"""The Generator role: question + numbered passages (+ gate notes) → answer text with [n] citations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ragclinic.models.llm import TokenCallback
+from ragclinic.registry import Registry
+from ragclinic.types import Conflict, GateDecision, Passage
+
+
+@dataclass(frozen=True)
+class GenerateInput:
+    question: str
+    passages: tuple[Passage, ...]
+    decision: GateDecision
+    conflicts: tuple[Conflict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Draft:
+    text: str
+    generator: str  # model id or "extractive"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"
+
+
+class Generator(Protocol):
+    name: str
+
+    def generate(self, inp: GenerateInput, on_token: TokenCallback | None = None) -> Draft: ...
+
+
+GENERATORS: Registry[Generator] = Registry("generator")
+
+
+def number_of(passages: Sequence[Passage], chunk_id: str) -> int | None:
+    return next((p.n for p in passages if p.chunk.id == chunk_id), None)

@@ -1,0 +1,112 @@
+"""Citation parsing and validation, claim by claim, and the outside-knowledge phrase check.
+
+Each sentence of the answer is a claim. Its [n] markers must name passages that were given (else
+``invalid_citation``); the best cited passage must support it — by words and numbers first, and when that
+is unsure, by the judge (support, then contradiction) within ``claim_judge_max`` calls. A sentence that
+only says the documents are silent is not a claim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ragclinic.models.judge import Judge
+from ragclinic.pipeline.chunk.sentences import split_sentences
+from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.text.lang import detect_language
+from ragclinic.text.support import content_terms, lexical_support
+from ragclinic.types import Claim, Passage
+
+_CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
+VIOLATION_PHRASES = (
+    "as far as i know", "generally speaking", "in general,", "it is widely known", "from my knowledge",
+    "based on my knowledge", "i believe", "typically,", "as an ai",
+    "据我所知", "通常来说", "一般来说", "众所周知", "根据我的了解", "我认为",
+)
+_SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages? (do|does) not (say|mention|contain)"
+                      r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档|sources disagree"
+                      r"|文档之间存在分歧|contradict the premise|与问题的前提相矛盾)", re.I)
+
+
+def declines(text: str) -> bool:
+    """The answer only says that the documents do not contain the answer."""
+    bare = _CITE.sub("", text).strip()
+    return bool(bare) and bool(_SILENCE.search(bare)) and len(bare) < 160
+
+
+def parse_citations(text: str) -> list[int]:
+    return [int(n) for m in _CITE.finditer(text) for n in re.split(r"\s*[,，、]\s*", m.group(1))]
+
+
+def violations(text: str) -> list[str]:
+    low = text.lower()
+    return [p for p in VIOLATION_PHRASES if p in low]
+
+
+def _sentences(text: str) -> list[str]:
+    out = []
+    for a, b in split_sentences(text, language=detect_language(text)):
+        s = text[a:b].strip()
+        if s and _CITE.fullmatch(s.replace(" ", "")) and out:
+            out[-1] += " " + s  # a citation split off as its own "sentence" belongs to the one before
+        elif s:
+            out.append(s)
+    return out
+
+
+def attribute_citations(answer: str, passages: Sequence[Passage], threshold: float) -> tuple[str, int]:
+    """Append [n] to each uncited claim sentence that one passage supports by words and numbers (≥ threshold).
+
+    Small models often answer correctly but forget to cite; the attribution is exact (lexical), counted and
+    flagged, and a sentence no passage supports stays uncited — and so stays visible to the checks.
+    """
+    out, added, pos = [], 0, 0
+    for sent in _sentences(answer):
+        at = answer.find(sent, pos)
+        if at < 0:
+            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
+        out.append(answer[pos:at])
+        pos = at + len(sent)
+        bare = sent.strip()
+        if not _CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
+            score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
+            if score >= threshold:
+                core = bare.rstrip(".。!！?？")
+                sent = f"{core} [{best}]{bare[len(core):]}"
+                added += 1
+        out.append(sent)
+    out.append(answer[pos:])
+    return "".join(out), added
+
+
+def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, settings) -> list[Claim]:
+    by_n = {p.n: p for p in passages}
+    claims, judge_budget = [], settings.claim_judge_max if is_model_judge(judge) else 0
+    for sent in _sentences(answer):
+        cited = tuple(dict.fromkeys(parse_citations(sent)))
+        bare = _CITE.sub("", sent).strip()
+        if not content_terms(bare) or _SILENCE.search(bare):
+            continue
+        if any(n not in by_n for n in cited):
+            bad = [n for n in cited if n not in by_n]
+            claims.append(Claim(bare, cited, "invalid_citation", 0.0, "", f"no passage {bad}"))
+            continue
+        pool = [by_n[n] for n in cited] if cited else list(passages)
+        scores = [(lexical_support(bare, p.chunk.text), p) for p in pool]
+        score, best = max(scores, key=lambda t: t[0], default=(0.0, None))
+        verdict, by = ("supported" if score >= settings.claim_lexical_threshold else "unsupported"), "lexical"
+        if verdict == "unsupported" and judge_budget > 0 and best is not None:
+            judge_budget -= 1
+            p_sup = judge.judge("support", best.chunk.text, bare)
+            by = judge.model_id
+            if p_sup >= 0.5:
+                verdict, score = "supported", p_sup
+            elif judge_budget > 0:
+                judge_budget -= 1
+                if judge.judge("contradiction", best.chunk.text, bare) >= 0.5:
+                    verdict = "contradicted"
+        if not cited and verdict == "supported":
+            verdict = "uncited"
+        claims.append(Claim(bare, cited, verdict, round(score, 4), best.chunk.id if best else "", by))
+    return claims

@@ -1,0 +1,42 @@
+"""The structured prompt: answer only from the numbered passages, cite [n], say so on conflict or absence."""
+
+from __future__ import annotations
+
+from ragclinic.models.llm import Message
+from ragclinic.pipeline.generate.base import GenerateInput, number_of
+
+# Worded for small models (compared on both local models, see docs/architecture.md "Generate"): an example
+# sentence gets copied verbatim by the 0.5B model, a list of numbered rules makes it echo the passage
+# numbers, and "never add outside facts" / "write only: ..." make the 1.5B model decline answerable
+# questions. Conflicts and false premises arrive as notes in the user
+# message, only when the scope and gate layers found one. Sentences left uncited are attributed afterwards.
+SYSTEM = (
+    "Answer the question using only the passages. Answer in one or two sentences and cite the passage "
+    "numbers in square brackets. If the answer is not in the passages, say that the documents do not say."
+)
+SYSTEM_ZH_HINT = "请用中文回答，并在每句话后注明出处编号，例如 [1]。如果段落中没有答案，只回答：文档中没有提到。"
+
+
+def build_messages(inp: GenerateInput) -> list[Message]:
+    lines = [f"Question: {inp.question}", ""]
+    for p in inp.passages:
+        title = f" ({p.doc.title})" if p.doc.title else ""
+        lines += [f"Passage [{p.n}]{title}:", " ".join(p.chunk.text.split()), ""]
+    notes = []
+    for c in inp.conflicts:
+        a, b = number_of(inp.passages, c.chunk_a), number_of(inp.passages, c.chunk_b)
+        notes.append(f"Passages [{a}] and [{b}] disagree ({', '.join(c.values_a)} vs {', '.join(c.values_b)}): "
+                     f"state both.")
+    if inp.decision.false_premise:
+        notes.append(f"Warning: {inp.decision.reason}. Correct the premise instead of accepting it.")
+    if notes:
+        lines += ["Notes:"] + [f"- {n}" for n in notes] + [""]
+    lines += [f"Question: {inp.question}"]
+    system = SYSTEM + ("\n" + SYSTEM_ZH_HINT if _is_zh(inp.question) else "")
+    return [Message("system", system), Message("user", "\n".join(lines))]
+
+
+def _is_zh(text: str) -> bool:
+    from ragclinic.pipeline.gate.templates import language_of
+
+    return language_of(text) == "zh"

@@ -1,0 +1,126 @@
+"""The four query-time layers as functions ``(context, state) → (state, span outputs)``.
+
+Each reads only the state the previous layers produced, so the runner can restart from any layer with
+a state rebuilt from a trace (or altered by the doctor or the debugger).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from ragclinic.pipeline.gate import decide
+from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
+from ragclinic.pipeline.generate.citations import attribute_citations, declines
+from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.retrieve import create_retriever
+from ragclinic.pipeline.retrieve.rerank import rerank
+from ragclinic.pipeline.scope.conflicts import find_conflicts
+from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.scope.policies import apply_authority
+from ragclinic.pipeline.state import AskState
+from ragclinic.trace.codec import hit_to_dict, passage_to_dict
+from ragclinic.types import Answer, Citation, Exclusion, Passage
+from dataclasses import asdict
+
+
+def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
+    req, s = state.request, ctx.settings
+    t0 = time.perf_counter()
+    res = resolve(ctx.kb.db, req.scope, newest_only=s.scope_newest_version)
+    filter_ms = (time.perf_counter() - t0) * 1000
+    retriever = create_retriever(ctx.kb, req.retriever)
+    depth = max(req.top_k, s.rerank_depth) if req.rerank else req.top_k
+    hits = retriever.retrieve(req.question, depth, res.allowed)
+    if req.rerank and ctx.judge is not None:
+        hits = rerank(ctx.judge, req.question, hits, s.rerank_depth)
+    hits = hits[:req.top_k]
+    excluded = tuple(Exclusion("", d, "version=latest", why) for d, why in sorted(res.excluded.items()))
+    out = {"retriever": retriever.name, "rerank": bool(req.rerank and ctx.judge is not None),
+           "allowed_chunks": None if res.allowed is None else len(res.allowed), "scope_filter_ms": round(filter_ms, 3),
+           "hits": [hit_to_dict(h) for h in hits]}
+    return replace(state, hits=tuple(hits), allowed_chunks=out["allowed_chunks"], excluded=excluded), out
+
+
+def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
+    s = ctx.settings
+    docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in state.hits])
+    hits, moved = apply_authority(state.hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
+    passages = []
+    for i, h in enumerate(hits[:state.request.context_k], start=1):
+        doc = docs.get(h.chunk.doc_id)
+        if doc is None:  # deleted since the search: never cite what is gone
+            continue
+        level = doc.tags.get(s.authority_tag)
+        passages.append(Passage(len(passages) + 1, h, doc, marks=(f"authority={level}",) if level else ()))
+    conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n)
+    marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
+    passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]
+    out = {"passages": [passage_to_dict(p) for p in passages], "reordered_by_authority": moved,
+           "excluded": [asdict(e) for e in state.excluded], "conflicts": [asdict(c) for c in conflicts],
+           "filters": dict(state.request.scope_pairs), "allowed_chunks": state.allowed_chunks}
+    return replace(state, passages=tuple(passages), conflicts=tuple(conflicts)), out
+
+
+def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
+    decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
+    out = {"decision": asdict(decision), "supports": {p.n: round(p.support, 4) for p in scored},
+           "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored]}
+    return replace(state, decision=decision, passages=tuple(scored)), out
+
+
+def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
+    q, d, s = state.request.question, state.decision, ctx.settings
+    flags: list[str] = list(ctx.flags)
+    draft = None
+    if d.route == "answer":
+        draft = ctx.generator.generate(GenerateInput(q, state.passages, d, state.conflicts), ctx.on_token)
+        text, generator = draft.text, draft.generator
+        text, attributed = attribute_citations(text, state.passages, s.claim_lexical_threshold)
+        if attributed:
+            flags.append(f"citations_attributed: {attributed} uncited sentence(s) cited by word overlap")
+        if draft.finish_reason == "length":
+            flags.append("truncated: the answer hit llm_max_tokens")
+    else:
+        text = d.clarifying_question if d.route == "clarify" else _refusal(q, d)
+        generator = "template"
+        if ctx.on_token:
+            ctx.on_token(text)
+    claims = check_claims(text, state.passages, ctx.judge, s) if d.route == "answer" else []
+    route = d.route
+    if route == "answer" and not claims and declines(text):
+        route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
+        flags.append("generator_declined: the model found no answer in the passages")
+    flags += [f"violation: {v}" for v in violations(text)]
+    flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
+    flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
+    cited = sorted({n for c in claims for n in c.cited if c.verdict != "invalid_citation"})
+    by_n = {p.n: p for p in state.passages}
+    citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
+                               by_n[n].doc.title) for n in cited if n in by_n)
+    answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
+                    _confidence(d, claims, route), generator, tuple(flags))
+    out = {"answer": answer.to_json(), "prompt_tokens": draft.prompt_tokens if draft else 0,
+           "completion_tokens": draft.completion_tokens if draft else 0}
+    return replace(state, answer=answer), out
+
+
+def _refusal(question: str, d) -> str:
+    if "no passage" in d.reason:
+        return render("no_hits", question)
+    if "side(s)" in d.reason:
+        return render("one_side", question, found="one side", missing=d.reason.split("side(s) ")[1].split(" of")[0])
+    return render("no_evidence", question)
+
+
+def _confidence(d, claims, route: str) -> float:
+    """Answers: half evidence score, half share of claims supported. Refusals: how clearly evidence is absent."""
+    if route != "answer":
+        return max(0.0, min(1.0, 1.0 - d.evidence_score))
+    checkable = [c for c in claims if c.verdict != "uncited"]
+    ok = sum(c.verdict == "supported" for c in checkable) / len(checkable) if checkable else 0.5
+    return max(0.0, min(1.0, 0.5 * d.evidence_score + 0.5 * ok))
+
+
+LAYER_FUNCS = {"retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}

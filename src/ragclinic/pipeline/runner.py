@@ -1,0 +1,189 @@
+"""The query pipeline runner: retrieve → scope → gate → generate, one span per layer, one trace per run.
+
+``Pipeline.ask`` runs every layer. ``Pipeline.rerun`` restarts from any layer with the state rebuilt
+from a recorded trace (optionally changed): the doctor's treatments, the debugger's counterfactuals and
+deterministic replay (model outputs frozen from the trace) all go through it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ragclinic.config import Settings
+from ragclinic.errors import LayerError, ModelError, RagclinicError
+from ragclinic.models.judge import JUDGES, Judge, LexicalJudge
+from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
+from ragclinic.pipeline.generate import GENERATORS, Generator
+from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
+from ragclinic.pipeline.generate.llm import LLMGenerator
+from ragclinic.pipeline.layers import LAYER_FUNCS
+from ragclinic.pipeline.scope.filters import Scope
+from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclusion_from_dict, hit_from_dict,
+                                   passage_from_dict)
+from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, new_trace_id
+from ragclinic.trace.recorder import RecordingModel, Tape
+from ragclinic.trace.store import save_trace
+
+_SECRET_SETTINGS = {"openai_api_key"}
+
+
+@dataclass
+class RunContext:
+    kb: KnowledgeBase
+    settings: Settings
+    lm: LanguageModel | None
+    judge: Judge | None
+    generator: Generator
+    on_token: TokenCallback | None = None
+    flags: list[str] = field(default_factory=list)
+
+
+def load_language_model(settings: Settings, warn: Callable[[str], None] | None = None
+                        ) -> tuple[LanguageModel | None, list[str]]:
+    """The configured model, or None with a flag (and a warning) when it cannot load: answers go extractive."""
+    try:
+        return create_language_model(settings.llm, settings), []
+    except ModelError as e:
+        msg = f"language model {settings.llm!r} unavailable ({e}); answering extractively"
+        if warn:
+            warn(msg)
+        return None, [f"llm_unavailable: {e}"]
+
+
+class Pipeline:
+    def __init__(self, kb: KnowledgeBase, *, lm: LanguageModel | None = None, lm_flags: Iterable[str] = (),
+                 settings: Settings | None = None) -> None:
+        """``lm``: the language model (None: extractive answers and the lexical judge)."""
+        self.kb = kb
+        self.settings = settings or kb.settings
+        self.lm = lm
+        self.lm_flags = list(lm_flags)
+
+    # ------------------------------------------------------------------ public
+    def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
+            rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
+            save: bool = True) -> tuple[AskState, Trace]:
+        s = self.settings
+        pairs = dict(scope_pairs or {})
+        req = AskRequest(question=question, scope=Scope.parse(pairs), scope_pairs=tuple(sorted(pairs.items())),
+                         top_k=top_k or s.top_k, context_k=min(s.context_k, top_k or s.top_k),
+                         retriever=s.retriever, rerank=s.rerank if rerank is None else rerank)
+        return self.run(AskState(req), "retrieve", on_token=on_token, debug_round_id=debug_round_id, save=save)
+
+    def rerun(self, trace: Trace, from_layer: str, *, change: Callable[[AskState], AskState] | None = None,
+              frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True
+              ) -> tuple[AskState, Trace]:
+        """Restart ``trace`` at ``from_layer``; ``change`` may alter the rebuilt state first (a treatment,
+        a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs."""
+        state = state_from_trace(trace, from_layer)
+        if change is not None:
+            state = change(state)
+        return self.run(state, from_layer, on_token=on_token, debug_round_id=trace.debug_round_id or trace.id,
+                        parent=trace, frozen=trace.model_calls if frozen else None, save=save)
+
+    def run(self, state: AskState, from_layer: str, *, on_token: TokenCallback | None = None,
+            debug_round_id: str = "", parent: Trace | None = None, frozen: Iterable[ModelCall] | None = None,
+            save: bool = True) -> tuple[AskState, Trace]:
+        """Run from ``from_layer`` on. ``frozen`` (replay): model calls are answered from these records,
+        and a call they lack goes to the live model, or fails when there is none."""
+        if from_layer not in QUERY_LAYERS:
+            raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
+        tape = Tape()
+        lm = None
+        if self.lm is not None or frozen is not None:
+            lm = RecordingModel(self.lm, tape, list(frozen or ()))
+        ctx = RunContext(self.kb, self.settings, lm, self._judge(lm), self._generator(lm), on_token,
+                         list(self.lm_flags))
+        trace_id, t_start, spans = new_trace_id(), time.perf_counter(), []
+        start = QUERY_LAYERS.index(from_layer)
+        for layer in QUERY_LAYERS[:start]:
+            if parent is not None and (old := parent.span(layer)) is not None:
+                spans.append(replace(old, status="replayed", started_ms=0.0, duration_ms=0.0))
+        for layer in QUERY_LAYERS[start:]:
+            tape.layer = layer
+            t0 = time.perf_counter()
+            try:
+                state, outputs = LAYER_FUNCS[layer](ctx, state)
+            except RagclinicError:
+                raise
+            except Exception as e:  # a bug or a backend failure: name the layer that broke
+                raise LayerError(layer, e) from e
+            spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()),
+                              _inputs(layer, state), outputs))
+        trace = Trace(id=trace_id, debug_round_id=debug_round_id or trace_id, created=time.time(),
+                      query=state.request.question, scope=dict(state.request.scope_pairs),
+                      settings=self._settings_dump(), kb_version=self.kb.db.version, spans=tuple(spans),
+                      model_calls=tuple(tape.calls), final={},
+                      parent_id=parent.id if parent else "", rerun_from=from_layer if parent else "")
+        answer = replace(state.answer, trace_id=trace.id)
+        trace = replace(trace, final=answer.to_json())
+        if save:
+            save_trace(self.kb.db, trace)
+        return replace(state, answer=answer), trace
+
+    # ------------------------------------------------------------------ helpers
+    def _judge(self, lm: LanguageModel | None) -> Judge:
+        if self.settings.judge == "lexical" or lm is None:
+            return LexicalJudge()
+        return JUDGES.create(self.settings.judge, lm)
+
+    def _generator(self, lm: LanguageModel | None) -> Generator:
+        if lm is None:
+            return ExtractiveGenerator(self.settings.extractive_sentences)
+        if self.settings.generator != "llm":
+            return GENERATORS.create(self.settings.generator)
+        return LLMGenerator(lm, self.settings.llm_max_tokens, self.settings.llm_temperature)
+
+    def _settings_dump(self) -> dict[str, Any]:
+        return self.settings.model_dump(mode="json", exclude=_SECRET_SETTINGS)
+
+
+def state_from_trace(trace: Trace, from_layer: str) -> AskState:
+    """The state a trace had when ``from_layer`` started (every earlier layer's outputs restored)."""
+    if from_layer not in QUERY_LAYERS:
+        raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
+    s = trace.settings
+    r = trace.span("retrieve").inputs if trace.span("retrieve") else {}
+    sc = trace.span("scope").inputs if trace.span("scope") else {}
+    pairs = dict(trace.scope)
+    req = AskRequest(trace.query, Scope.parse(pairs), tuple(sorted(pairs.items())), r.get("top_k", s.get("top_k", 10)),
+                     sc.get("context_k", s.get("context_k", 5)), r.get("retriever", s.get("retriever", "hybrid")),
+                     bool(r.get("rerank", s.get("rerank", False))))
+    state = AskState(req)
+    before = QUERY_LAYERS[:QUERY_LAYERS.index(from_layer)]
+    for layer in before:
+        span = trace.span(layer)
+        if span is None:
+            raise RagclinicError(f"trace {trace.id} has no {layer} span; re-run from an earlier layer")
+        o = span.outputs
+        if layer == "retrieve":
+            state = replace(state, hits=tuple(hit_from_dict(h) for h in o["hits"]), allowed_chunks=o["allowed_chunks"])
+        elif layer == "scope":
+            state = replace(state, passages=tuple(passage_from_dict(p) for p in o["passages"]),
+                            conflicts=tuple(conflict_from_dict(c) for c in o["conflicts"]),
+                            excluded=tuple(exclusion_from_dict(e) for e in o["excluded"]))
+        elif layer == "gate":
+            state = replace(state, decision=decision_from_dict(o["decision"]),
+                            passages=tuple(passage_from_dict(p) for p in o["passages"]))
+    return state
+
+
+def _inputs(layer: str, state: AskState) -> dict[str, Any]:
+    r = state.request
+    if layer == "retrieve":
+        return {"query": r.question, "top_k": r.top_k, "retriever": r.retriever, "rerank": r.rerank,
+                "scope": dict(r.scope_pairs)}
+    if layer == "scope":
+        return {"hits": len(state.hits), "context_k": r.context_k}
+    if layer == "gate":
+        return {"passages": len(state.passages)}
+    return {"route": state.decision.route if state.decision else ""}
+
+
+def _ms(a: float, b: float) -> float:
+    return round((b - a) * 1000, 3)

@@ -1,0 +1,86 @@
+"""Conflict marking: top passages from different documents that disagree on what is asked.
+
+For each passage, the answer-bearing sentence is the one that covers most of the question's terms
+(at least ``min_coverage``). Two such sentences from different documents conflict when
+- both state a number with the same unit word and the numbers differ ("30 days" vs "14 days"),
+- both state a year or an ISO date and they differ, or
+- (English) the sentences match apart from their capitalised names and those differ.
+Values already in the question are ignored (they are what is asked about, not the answer). Both
+passages stay in the context, marked; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from ragclinic.pipeline.chunk.sentences import split_sentences
+from ragclinic.text.support import content_terms, coverage
+from ragclinic.types import Conflict, Passage
+
+_YEAR_OR_DATE = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)(?:-\d\d-\d\d)?\b|\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?")
+_NUM_UNIT = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)\s*(%|[A-Za-z]+|[\u4e00-\u9fff])")
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+
+
+def answer_sentence(question: str, text: str, min_coverage: float) -> str | None:
+    best, best_cov = None, min_coverage
+    for a, b in split_sentences(text):
+        sent = text[a:b]
+        cov = coverage(question, sent)
+        if cov >= best_cov:
+            best, best_cov = sent, cov
+    return best
+
+
+def _values(sentence: str, question: str) -> dict[str, set[str]]:
+    s, q = unicodedata.normalize("NFKC", sentence), unicodedata.normalize("NFKC", question)
+    dates = {d for d in _YEAR_OR_DATE.findall(s) if d not in q}
+    numbers = {f"{n.replace(',', '')} {u.lower()}" for n, u in _NUM_UNIT.findall(s)
+               if n not in q and not any(n in d for d in dates)}
+    qnames = set(_NAME.findall(q))
+    names = {n for n in _NAME.findall(s) if n not in qnames and s.find(n) > 0}  # skip sentence-initial caps
+    return {"date": dates, "number": numbers, "entity": names}
+
+
+def _number_conflict(a: set[str], b: set[str]) -> bool:
+    units_a = {v.split(" ", 1)[1] for v in a}
+    units_b = {v.split(" ", 1)[1] for v in b}
+    shared = units_a & units_b
+    return any({v for v in a if v.endswith(" " + u)}.isdisjoint({v for v in b if v.endswith(" " + u)})
+               for u in shared)
+
+
+def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
+                   min_coverage: float = 0.5) -> list[Conflict]:
+    found: list[tuple[Passage, str, dict[str, set[str]]]] = []
+    for p in passages[:top_n]:
+        sent = answer_sentence(question, p.chunk.text, min_coverage)
+        if sent:
+            found.append((p, sent, _values(sent, question)))
+    out: list[Conflict] = []
+    for i, (pa, sa, va) in enumerate(found):
+        for pb, sb, vb in found[i + 1:]:
+            if pa.chunk.doc_id == pb.chunk.doc_id:
+                continue
+            kind = None
+            if va["date"] and vb["date"] and va["date"].isdisjoint(vb["date"]):
+                kind = "date"
+            elif va["number"] and vb["number"] and _number_conflict(va["number"], vb["number"]):
+                kind = "number"
+            elif va["entity"] and vb["entity"] and va["entity"].isdisjoint(vb["entity"]) and _same_frame(sa, sb, va, vb):
+                kind = "entity"
+            if kind:
+                out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(va[kind])), tuple(sorted(vb[kind])),
+                                    sa.strip(), sb.strip()))
+    return out
+
+
+def _same_frame(sa: str, sb: str, va: dict[str, set[str]], vb: dict[str, set[str]]) -> bool:
+    """The two sentences say the same thing about different names (≥ 60% shared terms without the names)."""
+    strip = lambda s, names: content_terms(_NAME.sub(" ", s))  # noqa: E731
+    ta, tb = strip(sa, va["entity"]), strip(sb, vb["entity"])
+    if not ta or not tb:
+        return False
+    return len(ta & tb) / min(len(ta), len(tb)) >= 0.6

@@ -1,0 +1,79 @@
+"""Scope policies: newest version only (a pre-filter, like the metadata filters) and authority preference.
+
+Versions: documents are versions of one another when they share a ``family`` tag, or — without one —
+carry a ``version`` tag and the same title. Within a family only the newest version stays searchable;
+the others are excluded before the search under the rule ``version=latest`` (a ``--scope version=N``
+filter picks an older version explicitly, since filters run first). Versions compare numerically
+part by part ("1.10" > "1.9"), falling back to text.
+
+Authority: the ``authority`` tag, a number or a named level from ``authority_levels``; a hit's score is
+multiplied by ``1 + authority_boost × level / max_level`` and the hits are re-sorted, so a more
+authoritative source wins a near tie but cannot lift an irrelevant passage over a relevant one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from ragclinic.types import DocInfo, Hit
+
+
+def version_key(value: str) -> tuple:
+    parts = re.findall(r"\d+|[^\d.\-_ ]+", value.strip().lower().lstrip("v"))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def family_of(doc_id: str, title: str, tags: Mapping[str, str]) -> str | None:
+    if tags.get("family"):
+        return "family:" + tags["family"]
+    if "version" in tags and title.strip():
+        return "title:" + title.strip().lower()
+    return None
+
+
+def superseded(rows: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:
+    """doc_id → why it is excluded, for every document that a newer version of its family replaces.
+
+    ``rows``: (doc_id, title, tags). Documents of one family without a version tag are never excluded.
+    """
+    families: dict[str, list[tuple[tuple, str, str]]] = defaultdict(list)
+    for doc_id, title, tags in rows:
+        fam = family_of(doc_id, title, tags)
+        if fam is not None and "version" in tags:
+            families[fam].append((version_key(str(tags["version"])), str(tags["version"]), doc_id))
+    out: dict[str, str] = {}
+    for fam, members in families.items():
+        newest = max(m[0] for m in members)
+        newest_label = next(m[1] for m in members if m[0] == newest)
+        for key, label, doc_id in members:
+            if key != newest:
+                out[doc_id] = f"version {label} is superseded by version {newest_label} ({fam.split(':', 1)[1]})"
+    return out
+
+
+def authority_level(tags: Mapping[str, str], tag: str, levels: Mapping[str, float]) -> float | None:
+    raw = tags.get(tag)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        return levels.get(str(raw).lower())
+
+
+def apply_authority(hits: Sequence[Hit], docs: Mapping[str, DocInfo], tag: str, levels: Mapping[str, float],
+                    boost: float) -> tuple[list[Hit], int]:
+    """Hits re-sorted with the authority boost; also returns how many hits changed position."""
+    top = max([*levels.values(), 1.0])
+    scored = []
+    for i, h in enumerate(hits):
+        doc = docs.get(h.chunk.doc_id)
+        level = authority_level(doc.tags, tag, levels) if doc else None
+        factor = 1.0 + boost * max(0.0, min(level, top)) / top if level is not None else 1.0
+        scored.append((-(h.score * factor), i, replace(h, score=h.score * factor)))
+    scored.sort(key=lambda t: (t[0], t[1]))
+    moved = sum(1 for pos, (_, i, _) in enumerate(scored) if pos != i)
+    return [h for _, _, h in scored], moved

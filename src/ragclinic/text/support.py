@@ -1,0 +1,62 @@
+"""Cheap, model-free evidence signals shared by the gate, the generator's citation check and the judge's
+fallback: content-term coverage, number agreement and answer-bearing sentences.
+
+These are the first tier of every support decision (rules before models): they are exact about numbers
+and names and blind to paraphrase, which is why an uncertain score goes to the judge when one is loaded.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+from ragclinic.text.analyzer import analyze
+
+# Question and function words that say nothing about the topic (English stems and Chinese particles).
+_QUESTION_WORDS = frozenset(
+    "什么 哪 哪个 哪些 哪里 谁 多少 几 怎么 怎样 如何 为什么 为何 是否 吗 呢 吧 啊 的 了 是 在 和 与 及 或 有 "
+    "这 那 一个 请问 请 告诉 我 你 们 之 其 被 把 对 从 到 也 都 就 而 并 还 会 能 可以 要 "
+    "mani much mani long often whose tell give explain describe list name pleas know".split()
+)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
+
+
+@lru_cache(maxsize=4096)
+def content_terms(text: str) -> frozenset[str]:
+    """Analyzer tokens minus question words; single CJK characters dropped when longer words exist."""
+    toks = [t for t in analyze(text) if t not in _QUESTION_WORDS]
+    multi = [t for t in toks if len(t) > 1]
+    return frozenset(multi if multi else toks)
+
+
+def numbers(text: str) -> frozenset[str]:
+    """Numbers in normalised form: NFKC, thousands separators removed, trailing decimal zeros dropped."""
+    out = set()
+    for m in _NUMBER.finditer(unicodedata.normalize("NFKC", text)):
+        n = m.group().replace(",", "").replace("，", "").lstrip("+")
+        if "." in n:
+            n = n.rstrip("0").rstrip(".")
+        out.add(n)
+    return frozenset(out)
+
+
+def coverage(query: str, passage: str) -> float:
+    """Share of the query's content terms found in the passage (0..1; 0 when the query has none)."""
+    q = content_terms(query)
+    if not q:
+        return 0.0
+    return len(q & content_terms(passage)) / len(q)
+
+
+def lexical_support(claim: str, passage: str) -> float:
+    """How well ``passage`` supports ``claim`` by words and numbers alone (0..1).
+
+    Term coverage, capped at 0.3 when the claim states a number the passage does not contain: a changed
+    number is the commonest unsupported claim and word overlap alone would miss it.
+    """
+    score = coverage(claim, passage)
+    claim_numbers = numbers(claim)
+    if claim_numbers and not claim_numbers <= numbers(passage):
+        score = min(score, 0.3)
+    return score

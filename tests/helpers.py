@@ -1,0 +1,41 @@
+"""Shared test helpers: small knowledge bases the tests write themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ragclinic.config import Settings
+from ragclinic.ingest.runner import ingest
+from ragclinic.store.kb import KnowledgeBase
+
+
+def build_kb(tmp: Path, docs: dict[str, str], meta: dict[str, dict] | None = None, **overrides) -> KnowledgeBase:
+    """Write ``docs`` (name → text; Markdown/text) with optional sidecar tags, ingest them with the fake embedder."""
+    root = tmp / "docs"
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in docs.items():
+        (root / name).write_text(text, encoding="utf-8")
+        if meta and name in meta:
+            (root / (name + ".meta.json")).write_text(json.dumps(meta[name]), encoding="utf-8")
+    overrides.setdefault("embedder", "fake")
+    overrides.setdefault("llm", "none")
+    settings = Settings.load(tmp / "kb", cache_dir=tmp / "cache", **overrides)
+    kb = KnowledgeBase.open(settings, create=True)
+    kb.lock()
+    result = ingest(kb, [root])
+    assert not result.failed, result.failed
+    kb.unlock()
+    return kb
+
+
+BOND_DOCS = {
+    "bonds.md": "# Bonds\n\nThe risk-free rate is the return on an investment with no default risk. "
+                "Short-dated treasury bills are the usual proxy for the risk-free rate.\n",
+    "duration.md": "# Duration\n\nDuration measures how much a bond price moves when interest rates change "
+                   "by one percentage point.\n",
+    "rag.md": "# RAG\n\nRetrieval augmented generation grounds answers in retrieved passages. "
+              "A passage that is never retrieved cannot be cited.\n",
+    "zh.md": "# 检索\n\n检索增强生成先检索相关段落，再让语言模型依据这些段落作答。检索质量决定了答案质量的上限。\n",
+    "cats.md": "# Cats\n\nThe cat sat on the warm kitchen floor all afternoon.\n",
+}

@@ -1,0 +1,108 @@
+"""Generate: citation parsing and validation, outside-knowledge phrases, the extractive and LLM generators."""
+
+from __future__ import annotations
+
+from helpers import BOND_DOCS, build_kb
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.models.judge import LexicalJudge, LogitJudge
+from ragclinic.pipeline.generate import check_claims, violations
+from ragclinic.pipeline.generate.base import GenerateInput
+from ragclinic.pipeline.generate.citations import declines, parse_citations
+from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
+from ragclinic.pipeline.generate.llm import LLMGenerator
+from ragclinic.pipeline.generate.prompt import build_messages
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.types import Chunk, Conflict, DocInfo, GateDecision, Hit, Passage
+
+P1 = "The 10-year treasury note yields 3.9% per year. Yields are quoted annually."
+P2 = "Duration measures how much a bond price moves when rates change by one point."
+
+
+def _passages():
+    out = []
+    for n, text in enumerate([P1, P2], start=1):
+        c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, "en", 20, 0)
+        out.append(Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9))
+    return out
+
+
+def test_parse_citations_variants():
+    assert parse_citations("A [1]. B [2][3]. C [1, 4]. D [2，5]") == [1, 2, 3, 1, 4, 2, 5]
+
+
+def test_claims_are_checked_against_their_cited_passage(make_settings):
+    s = make_settings()
+    claims = check_claims("The 10-year note yields 3.9% per year [1]. Duration measures price moves [2]. "
+                          "The note yields 7.5% per year [1]. Bonds are blue [9]. Unicorns guarantee coupons. Treasury notes pay yields annually.",
+                          _passages(), LexicalJudge(), s)
+    verdicts = [(c.verdict, c.cited) for c in claims]
+    assert verdicts == [("supported", (1,)), ("supported", (2,)), ("unsupported", (1,)),
+                        ("invalid_citation", (9,)), ("unsupported", ()), ("uncited", ())]
+    assert claims[2].score <= 0.3  # the changed number caps support
+
+
+def test_the_judge_rescues_paraphrases_and_catches_contradictions(make_settings):
+    s = make_settings()
+    para = LogitJudge(ScriptedLanguageModel(yes_prob=lambda m: 0.9 if "state or directly imply" in m[-1].content
+                                            else 0.1))
+    [c] = check_claims("Ten-year government paper returns about four percent annually [1].", _passages(), para, s)
+    assert c.verdict == "supported" and c.checked_by.startswith("logit")
+    contra = LogitJudge(ScriptedLanguageModel(yes_prob=lambda m: 0.9 if "contradict" in m[-1].content else 0.1))
+    [c] = check_claims("Ten-year government paper returns nothing at all [1].", _passages(), contra, s)
+    assert c.verdict == "contradicted"
+
+
+def test_violation_phrases_in_both_languages():
+    assert violations("As far as I know, yields rise.") == ["as far as i know"]
+    assert violations("据我所知，收益率会上升。") == ["据我所知"]
+    assert violations("Yields rise [1].") == []
+
+
+def test_declines_detects_a_no_answer_reply():
+    assert declines("The documents do not say.") and declines("文档中没有提到。")
+    assert not declines("The note yields 3.9% [1].")
+
+
+def test_extractive_answer_cites_its_best_sentences():
+    d = GateDecision("answer", "factual", 0.9, "ok")
+    draft = ExtractiveGenerator(2).generate(GenerateInput("What does the 10-year note yield?", tuple(_passages()), d))
+    assert draft.text.startswith("The 10-year treasury note yields 3.9% per year [1].")
+    assert draft.generator == "extractive"
+
+
+def test_extractive_states_conflicts_with_both_sources():
+    d = GateDecision("answer", "factual", 0.9, "ok")
+    c = Conflict("number", "c1", "c2", ("3.9 %",), ("4.1 %",), "The note yields 3.9%.", "The note yields 4.1%.")
+    draft = ExtractiveGenerator().generate(GenerateInput("What does the note yield?", tuple(_passages()), d, (c,)))
+    assert "disagree" in draft.text and "[1]" in draft.text and "[2]" in draft.text
+
+
+def test_prompt_numbers_passages_and_carries_the_notes():
+    d = GateDecision("answer", "factual", 0.9, "false premise: the question says 1930 but passage [1] says 1921",
+                     false_premise=True)
+    msgs = build_messages(GenerateInput("Why 1930?", tuple(_passages()), d))
+    assert msgs[0].role == "system" and "only the passages" in msgs[0].content
+    assert "Passage [1] (Doc 1):\nThe 10-year" in msgs[1].content and "Passage [2] (Doc 2):" in msgs[1].content
+    assert "false premise" in msgs[1].content and msgs[1].content.endswith("Question: Why 1930?")
+
+
+def test_llm_generator_streams_and_reports_tokens():
+    lm = ScriptedLanguageModel(["The note yields 3.9% per year [1]."])
+    pieces = []
+    draft = LLMGenerator(lm, 64).generate(GenerateInput("q?", tuple(_passages()), GateDecision("answer", "factual",
+                                                                                                 0.9, "")), pieces.append)
+    assert "".join(pieces) == draft.text and draft.prompt_tokens > 0 and draft.generator == "fake-scripted"
+
+
+def test_pipeline_flags_bad_citations_and_outside_knowledge(tmp_path):
+    kb = build_kb(tmp_path, BOND_DOCS)
+    lm = ScriptedLanguageModel(["As far as I know, the risk-free rate is 12% [1]. It is set by the moon [7]."], yes_prob=0.1)
+    state, trace = Pipeline(kb, lm=lm).ask("What is the risk-free rate?")
+    a = state.answer
+    assert "violation: as far as i know" in a.flags
+    assert any(f.startswith("invalid_citation") for f in a.flags)
+    assert any(f.startswith("unsupported_citation") for f in a.flags)
+    assert a.confidence < 0.75
+    declined, _ = Pipeline(kb, lm=ScriptedLanguageModel(["The documents do not say."])).ask("What is the risk-free rate?")
+    assert declined.answer.route == "refuse" and declined.answer.refused
+    kb.close()

@@ -1,0 +1,41 @@
+"""End to end with the real local-small model (llama.cpp, Qwen2.5-Coder-0.5B): one answerable question
+answered with a valid citation, one unanswerable question refused."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers import BOND_DOCS, build_kb
+from ragclinic.pipeline.runner import Pipeline, load_language_model
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory):
+    kb = build_kb(tmp_path_factory.mktemp("e2e"), BOND_DOCS, llm="local-small", llm_n_ctx=2048)
+    lm, flags = load_language_model(kb.settings)
+    assert lm is not None and not flags
+    yield Pipeline(kb, lm=lm)
+    kb.close()
+
+
+def test_answerable_question_is_answered_from_the_passages(pipe):
+    pieces: list[str] = []
+    state, trace = pipe.ask("What is usually used as a proxy for the risk-free rate?", on_token=pieces.append)
+    a = state.answer
+    assert a.route == "answer" and not a.refused, a
+    assert "bill" in a.text.lower()
+    uncited = lambda t: re.sub(r"\s*\[\d+\]", "", t).strip()  # noqa: E731 (attribution may add [n])
+    assert uncited("".join(pieces)) == uncited(a.text)
+    assert a.citations and all(c.verdict == "supported" for c in a.claims)
+    assert a.generator.startswith("local-small")
+    assert all(c.n in {p.n for p in state.passages} for c in a.citations)
+    assert any(c.kind == "chat" and c.completion_tokens > 0 for c in trace.model_calls)
+
+
+def test_unanswerable_question_is_refused(pipe):
+    state, _ = pipe.ask("What is the boiling point of mercury?")
+    assert state.answer.refused and state.answer.route == "refuse"
