@@ -23,7 +23,9 @@ SETTINGS_FILE = "settings.toml"
 # Settings that define what is stored: changing them on an existing KB would mix incompatible data,
 # so they are written into the KB's settings file when the KB is created.
 KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_tokens", "overlap_max_tokens",
-               "lexical_stem")
+               "lexical_stem", "chunk_context")
+# What a KB made before a setting became KB-defining was built with (when that differs from today's default).
+LEGACY_VALUES = {"chunk_context": False}
 
 _file_values: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("_file_values", default={})
 
@@ -82,6 +84,8 @@ class Settings(BaseSettings):
     hnsw_ef_construction: int = Field(200, ge=10)
     hnsw_ef_search: int = Field(128, ge=10)
     lexical_stem: bool = Field(True, description="Snowball-stem English tokens in the lexical index.")
+    chunk_context: bool = Field(True, description="Index each chunk with its document title and section path "
+                                                  "(contextual header); the cited text is unchanged.")
 
     # --- retrieval
     retriever: str = Field("hybrid", description="lexical, dense or hybrid (reciprocal rank fusion of both).")

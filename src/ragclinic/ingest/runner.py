@@ -21,6 +21,7 @@ from ragclinic.errors import LayerError, ParseError, RagclinicError
 from ragclinic.ingest.discover import discover, read_sidecar, read_source
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
+from ragclinic.pipeline.chunk.context import index_text
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Chunk, ChunkReport, Parsed, RecordError
@@ -200,7 +201,8 @@ class _Writer:
         if not self.docs and not self.files:
             return
         work = [d for d in self.docs if d.report is not None]
-        texts = [c.text for d in work for c in d.chunks]
+        ctx = self.kb.settings.chunk_context
+        texts = [index_text(c.text, d.parsed.document.title, c.section, ctx) for d in work for c in d.chunks]
         vectors = None
         if self.embedder is not None and texts:
             try:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ragclinic.config import SETTINGS_FILE, Settings, write_settings_file
+from ragclinic.config import LEGACY_VALUES, SETTINGS_FILE, Settings, write_settings_file
 from ragclinic.errors import ConfigError, KnowledgeBaseLocked, StoreError
 from ragclinic.models.embedder import Embedder, create_embedder
 from ragclinic.store.db import Database
@@ -64,11 +64,16 @@ class KnowledgeBase:
                 self.db.set_meta("kb_settings", json.dumps(wanted))
             return
         stored = json.loads(self.db.meta("kb_settings") or "{}")
-        missing = {k: v for k, v in wanted.items() if k not in stored}
-        if missing:  # a setting that became KB-defining after this KB was made: record today's value
+        # a setting that became KB-defining after this KB was made: record the behaviour it was built with
+        missing = {k: LEGACY_VALUES.get(k, v) for k, v in wanted.items() if k not in stored}
+        if missing:
             with self.db.transaction():
                 self.db.set_meta("kb_settings", json.dumps({**stored, **missing}))
             write_settings_file(self.folder / SETTINGS_FILE, missing)
+            # the KB was built that way: run with what it holds (later opens read it from settings.toml)
+            self.settings = self.settings.model_copy(update=missing)
+            stored = {**stored, **missing}
+            wanted = {**wanted, **missing}
         bad = {k: (stored[k], wanted[k]) for k in stored if k in wanted and stored[k] != wanted[k]}
         if bad:
             k, (was, now) = next(iter(bad.items()))
@@ -135,12 +140,13 @@ class KnowledgeBase:
         stem = self.settings.lexical_stem
         if action == "rebuild":
             ix.clear()
-            ix.add((rid, analyze_to_string(text, stem)) for rid, text in self.db.iter_chunk_texts())
+            ix.add((rid, analyze_to_string(text, stem))
+                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context))
         elif action == "catch-up":
             adds, dels = _net_changes(self.db.changes_since(ix.stamp() or 0))
             ix.remove(sorted(dels))
-            texts = self.db.chunk_texts(sorted(adds))
-            ix.add((rid, analyze_to_string(texts[rid], stem)) for rid in sorted(texts))
+            ix.add((rid, analyze_to_string(text, stem))
+                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context, sorted(adds)))
         if action != "fresh":
             ix.commit()
             ix.set_stamp(self.db.version)

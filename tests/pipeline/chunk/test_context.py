@@ -1,0 +1,47 @@
+"""Contextual chunk headers: the indexes see title and section; citations keep the chunk's own text."""
+
+from __future__ import annotations
+
+import json
+
+from helpers import build_kb
+from ragclinic.pipeline.chunk.context import index_text
+from ragclinic.pipeline.retrieve import create_retriever
+
+
+def test_header_added_only_when_missing():
+    assert index_text("The effect was larger.", "Aspirin trial", ("Results",)) == \
+        "Aspirin trial › Results\nThe effect was larger."
+    assert index_text("Aspirin trial\n\nThe effect...", "Aspirin trial", ()) == "Aspirin trial\n\nThe effect..."
+    assert index_text("text", "", ()) == "text"
+    assert index_text("The effect was larger.", "T", ("S",), enabled=False) == "The effect was larger."
+
+
+def test_a_later_chunk_is_found_by_its_document_title(tmp_path):
+    body = " ".join(f"Sentence {i} reports a measurement of the cohort." for i in range(120))
+    kb = build_kb(tmp_path, {"trial.md": f"# Zanubrutinib outcomes\n\n{body}\n"}, chunk_max_tokens=64,
+                  chunk_min_tokens=16, overlap_min_tokens=0, overlap_max_tokens=8)
+    last = max(kb.db.iter_chunk_texts())  # the last chunk never names the drug
+    assert "Zanubrutinib" not in last[1]
+    hits = create_retriever(kb, "lexical").retrieve("zanubrutinib", 100)
+    assert last[0] in {h.rowid for h in hits}
+    assert all("Zanubrutinib" not in h.chunk.text for h in hits if h.rowid == last[0])  # cited text unchanged
+    kb.close()
+
+
+def test_knowledge_bases_from_before_the_setting_keep_their_behaviour(tmp_path):
+    kb = build_kb(tmp_path, {"a.md": "# A\n\ntext\n"})
+    stored = json.loads(kb.db.meta("kb_settings"))
+    del stored["chunk_context"]
+    with kb.db.transaction():
+        kb.db.set_meta("kb_settings", json.dumps(stored))
+    kb.close()
+    (tmp_path / "kb" / "settings.toml").write_text("")  # as an old KB's file: no chunk_context key
+    from ragclinic.config import Settings
+    from ragclinic.store.kb import KnowledgeBase
+
+    again = KnowledgeBase.open(Settings.load(tmp_path / "kb", embedder="fake"))
+    assert json.loads(again.db.meta("kb_settings"))["chunk_context"] is False
+    assert again.settings.chunk_context is False  # and it runs with it
+    assert Settings.load(tmp_path / "kb").chunk_context is False  # recorded for the next open
+    again.close()
