@@ -107,3 +107,12 @@ def test_unknown_retriever_lists_the_valid_names(kb):
     with pytest.raises(ConfigError, match="dense, hybrid, lexical"):
         create_retriever(kb, "bm42")
     assert RETRIEVERS.names() == ["dense", "hybrid", "lexical"]
+
+
+@pytest.mark.parametrize("query", ["risk-free rate", "bond price", "检索 段落", "cat floor", "nothing matches zzz"])
+def test_hybrid_fast_path_equals_fusion_of_full_hits(kb, query):
+    """Fusing (rowid, score) lists and loading only the winners gives exactly rrf() over full Hit lists."""
+    h = create_retriever(kb, "hybrid")
+    slow = rrf({p.name: p.retrieve(query, h.depth, None) for p in h.parts}, h.weights, h.rrf_k, 3)
+    assert [(x.rowid, x.score, x.sources) for x in h.retrieve(query, 3)] == \
+        [(x.rowid, x.score, x.sources) for x in slow]

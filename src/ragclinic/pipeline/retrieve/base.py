@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ragclinic.registry import Registry
 from ragclinic.store.kb import KnowledgeBase
@@ -16,6 +16,16 @@ class Retriever(Protocol):
     def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
         """The k best hits, best first. ``allowed`` (chunk rowids) is applied inside the search."""
         ...
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """Optional fast path: (rowid, score) best first, without loading chunks (hybrid fuses these and loads
+    only the k chunks it returns)."""
+
+    name: str
+
+    def rank(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]: ...
 
 
 RETRIEVERS: Registry[Retriever] = Registry("retriever")

@@ -20,6 +20,9 @@ class DenseRetriever:
                               f"use the lexical retriever, or ingest into a new --kb with --embedder e5")
         self.kb = kb
 
-    def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
+    def rank(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         vector = self.kb.embedder.embed_queries([query])[0]
-        return to_hits(self.kb, self.name, self.kb.dense().search(vector, k, allowed))
+        return self.kb.dense().search(vector, k, allowed)
+
+    def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
+        return to_hits(self.kb, self.name, self.rank(query, k, allowed))

@@ -17,7 +17,9 @@ class LexicalRetriever:
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
 
-    def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
+    def rank(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         tokens = analyze(query, self.kb.settings.lexical_stem)
-        ranked = self.kb.lexical().search(tokens, k, None if allowed is None else list(allowed))
-        return to_hits(self.kb, self.name, ranked)
+        return self.kb.lexical().search(tokens, k, None if allowed is None else list(allowed))
+
+    def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
+        return to_hits(self.kb, self.name, self.rank(query, k, allowed))
