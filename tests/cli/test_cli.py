@@ -114,7 +114,7 @@ def test_progress_and_summary_without_json(runner, docs, tmp_path):
 
 def test_demo_json(runner, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCLINIC_EMBEDDER", "fake")
-    r = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo"), "--json"])
+    r = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo"), "--json", "--llm", "none"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     parsers = {d["parser"] for d in data["documents"]}
@@ -123,6 +123,10 @@ def test_demo_json(runner, tmp_path, monkeypatch):
     pdf = next(d for d in data["documents"] if d["path"].endswith("rag-handbook.pdf"))
     assert pdf["hyphen_joins"] >= 1 and pdf["hyphens_kept"] >= 1 and pdf["tables"] == 1
     assert data["search"]["risk-free rate"]
+    answered, why, refused = data["answers"]
+    assert answered["route"] == "answer" and "bill" in answered["answer"].lower() and answered["citations"]
+    assert why["route"] == "answer" and why["citations"]
+    assert refused["refused"] is True
 
 
 def test_help_lists_commands(runner):

@@ -18,6 +18,8 @@ from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.analyzer import analyze
 
 QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
+QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "为什么检索质量决定答案质量？",
+             "What is the boiling point of mercury?")  # the last one is not in the corpus: it is refused
 
 
 @app.command("demo")
@@ -26,11 +28,14 @@ def demo(
     folder: Path = typer.Option(Path("demo-corpus"), "--dir", help="Where to write the demo corpus."),
     kb: Optional[Path] = typer.Option(None, "--kb", help="Knowledge base \\[default: DIR/.ragclinic].",
                                       show_default=False),
+    llm: Optional[str] = typer.Option(None, "--llm", show_default=False,
+                                      help="Model for the sample questions: local (default) | local-small | none."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese) and ingest it."""
+    """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese), ingest it, and ask
+    three sample questions (one the corpus cannot answer)."""
     paths = write_demo_corpus(folder)
-    settings = Settings.load(kb or folder / ".ragclinic")
+    settings = Settings.load(kb or folder / ".ragclinic", llm=llm)
     base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
     try:
         base.lock()
@@ -40,12 +45,42 @@ def demo(
         docs = [d for p in paths for d in base.db.find_documents(str(p.resolve()))]
         previews = {q: _preview(base, q) for q in QUERIES}
         stats = base.stats()
+        if not json_out:
+            _show_ingest(result, docs, previews)
+        answers = _ask(base, json_out)
     finally:
         base.close()
     if json_out:
         print_json({"ingest": result.to_json(), "stats": stats,
-                    "documents": [{"path": d["path"], **_brief(d)} for d in docs], "search": previews})
+                    "documents": [{"path": d["path"], **_brief(d)} for d in docs], "search": previews,
+                    "answers": answers})
         return
+    out.print(f"\nknowledge base: {settings.kb}  ({stats['documents']} documents, {stats['chunks']} chunks). "
+              f"Try: ragclinic ask \"What is duration?\" --kb {settings.kb}   or   "
+              f"ragclinic kb report {paths[0]} --kb {settings.kb}")
+
+
+def _ask(base: KnowledgeBase, quiet: bool) -> list[dict]:
+    from ragclinic.cli.ask import print_sources
+    from ragclinic.pipeline.runner import Pipeline, load_language_model
+
+    lm, flags = load_language_model(base.settings, None if quiet else
+                                    (lambda m: out.print(f"[yellow]warning:[/] {escape(m)}")))
+    pipe = Pipeline(base, lm=lm, lm_flags=flags)
+    answers = []
+    for q in QUESTIONS:
+        if not quiet:
+            out.print(f"\n[bold]ask[/] {escape(q)}")
+        stream = None if quiet else (lambda piece: out.file.write(piece) or out.file.flush())
+        state, _ = pipe.ask(q, on_token=stream)
+        if not quiet:
+            out.print()
+            print_sources(state.answer)
+        answers.append({"question": q, **state.answer.to_json()})
+    return answers
+
+
+def _show_ingest(result, docs: list[dict], previews: dict) -> None:
     print_summary(result)
     t = Table("document", "parser", "chars", "pages", "tables", "hyphen joins/kept", "keyword retention", "chunks")
     for d in docs:
@@ -59,8 +94,6 @@ def demo(
         for h in hits:
             text = " ".join(h["text"].split())[:90]
             out.print(f"  {h['retriever']:<8} {h['score']:7.3f}  {h['source']}: {text}", highlight=False, markup=False)
-    out.print(f"\nknowledge base: {settings.kb}  ({stats['documents']} documents, {stats['chunks']} chunks). "
-              f"Try: ragclinic kb report {paths[0]} --kb {settings.kb}")
 
 
 def _brief(d: dict) -> dict:
@@ -70,7 +103,7 @@ def _brief(d: dict) -> dict:
 
 
 def _preview(base: KnowledgeBase, query: str, k: int = 2) -> list[dict]:
-    """Top chunks from each index: shows both indexes answer (the ask pipeline comes later)."""
+    """Top chunks from each index: shows both indexes answer."""
     tokens = analyze(query, base.settings.lexical_stem)
     found = [("lexical", rid, s) for rid, s in base.lexical().search(tokens, k)]
     if base.embedder is not None:

@@ -1,17 +1,19 @@
 """The extractive generator: no language model — the best-supported sentences of the passages, cited.
 
-Each sentence is scored by the share of the question's terms it covers plus a little of its passage's
-evidence score (so a sentence from the strongest passage wins a tie). A conflict adds both sides; a false
+Each sentence is scored by the idf-weighted share of the question's terms it covers plus a little of its
+passage's evidence score (so a sentence from the strongest passage wins a tie). A conflict adds both sides; a false
 premise opens the answer with the correction. Used with ``--llm none`` and when the model cannot load.
 """
 
 from __future__ import annotations
 
+import math
+
 from ragclinic.models.llm import TokenCallback
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.templates import language_of, render
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput, number_of
-from ragclinic.text.support import coverage
+from ragclinic.text.support import content_terms
 
 
 @GENERATORS.register("extractive")
@@ -22,14 +24,24 @@ class ExtractiveGenerator:
         self.max_sentences = max_sentences
 
     def generate(self, inp: GenerateInput, on_token: TokenCallback | None = None) -> Draft:
-        candidates = []
+        sentences = []
         for p in inp.passages:
             text = p.chunk.text
             for a, b in split_sentences(text, language=p.chunk.language):
                 sent = " ".join(text[a:b].split())
-                score = coverage(inp.question, sent) + 0.25 * p.support
-                if score > 0 and _is_statement(sent):
-                    candidates.append((score, p.n, sent))
+                if _is_statement(sent):
+                    sentences.append((p, sent, content_terms(sent)))
+        q_terms = content_terms(inp.question)
+        # idf over the candidate sentences: a term every sentence shares (the topic) weighs little, the
+        # term that singles out the answer ("proxy") weighs most
+        idf = {t: math.log((len(sentences) + 1) / (0.5 + sum(t in terms for _, _, terms in sentences)))
+               for t in q_terms}
+        total = sum(idf.values()) or 1.0
+        candidates = []
+        for p, sent, terms in sentences:
+            score = sum(idf[t] for t in q_terms & terms) / total + 0.25 * p.support
+            if score > 0.25 * p.support:
+                candidates.append((score, p.n, sent))
         candidates.sort(key=lambda c: (-c[0], c[1]))
         chosen, seen = [], set()
         for _, n, sent in candidates:

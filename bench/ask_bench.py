@@ -1,0 +1,89 @@
+"""End-to-end ask with the local language models: latency per layer, time to first token, total, RSS.
+
+    .venv/bin/python bench/ask_bench.py --kb <SciFact KB from retrieval_bench.py> --questions 8 --llm local local-small
+
+Questions are the first SciFact test claims turned into questions ("Is it true that ...?"), asked against
+the SciFact knowledge base so that the context (5 passages of up to 320 e5 tokens) is about 1k model
+tokens. Models run one after another in this process; RSS is the process's resident set after each
+model's questions (model weights are mmap'd and count once they are touched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kb", type=Path, required=True)
+    ap.add_argument("--cache", type=Path, help="embedding cache folder of that KB's runs")
+    ap.add_argument("--questions", type=int, default=8)
+    ap.add_argument("--llm", nargs="+", default=["local", "local-small"])
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "ask.json")
+    args = ap.parse_args()
+    if args.cache:
+        os.environ["RAGCLINIC_CACHE_DIR"] = str(args.cache)
+    import psutil
+
+    from ragclinic.config import Settings
+    from ragclinic.pipeline.runner import Pipeline, load_language_model
+    from ragclinic.store.kb import KnowledgeBase
+
+    qids = [line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    claims = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open())}
+    questions = [f"Is it true that {claims[q].rstrip('.')[0].lower()}{claims[q].rstrip('.')[1:]}?"
+                 for q in dict.fromkeys(qids)][:args.questions]
+    results = {}
+    for name in args.llm:
+        settings = Settings.load(args.kb, llm=name)
+        kb = KnowledgeBase.open(settings)
+        t0 = time.perf_counter()
+        lm, flags = load_language_model(settings)
+        load_s = time.perf_counter() - t0
+        if lm is None:
+            raise SystemExit(f"{name}: {flags}")
+        pipe = Pipeline(kb, lm=lm)
+        rows = []
+        for q in questions:
+            first: list[float] = []
+            t = time.perf_counter()
+            state, trace = pipe.ask(q, on_token=lambda _p: first or first.append(time.perf_counter()), save=False)
+            total = time.perf_counter() - t
+            spans = {s.layer: s.duration_ms for s in trace.spans}
+            chat = [c for c in trace.model_calls if c.kind == "chat"]
+            rows.append({"total_s": total, "ttft_s": (first[0] - t) if first else None, **spans,
+                         "prompt_tokens": sum(c.prompt_tokens for c in chat),
+                         "completion_tokens": sum(c.completion_tokens for c in chat),
+                         "judge_calls": sum(c.kind == "probs" for c in trace.model_calls),
+                         "route": state.answer.route})
+            print(name, {k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows[-1].items()}, flush=True)
+        med = lambda k: statistics.median(r[k] for r in rows if r[k] is not None)  # noqa: E731
+        results[name] = {"load_s": round(load_s, 2), "questions": len(rows),
+                         **{f"{k}_p50": round(med(k), 3) for k in ("total_s", "ttft_s", "retrieve", "scope", "gate",
+                                                                    "generate", "prompt_tokens", "completion_tokens",
+                                                                    "judge_calls")},
+                         "answered": sum(r["route"] == "answer" for r in rows),
+                         "rss_mb": round(psutil.Process().memory_info().rss / 2**20)}
+        kb.close()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    print("\n| model | load s | prompt tokens | retrieve ms | scope ms | gate ms | generate ms | judge calls | "
+          "TTFT s | total s | answered | RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        print(f"| {name} | {r['load_s']} | {r['prompt_tokens_p50']:.0f} | {r['retrieve_p50']:.0f} | {r['scope_p50']:.0f} | "
+              f"{r['gate_p50']:.0f} | {r['generate_p50']:.0f} | {r['judge_calls_p50']:.0f} | {r['ttft_s_p50']:.1f} | "
+              f"{r['total_s_p50']:.1f} | {r['answered']}/{r['questions']} | {r['rss_mb']} |")
+
+
+if __name__ == "__main__":
+    main()
