@@ -88,7 +88,7 @@ def print_sources(answer: Answer) -> None:
             text = " ".join(c.text.split())
             t.add_row(f"[{c.n}]", escape(src[:40]), escape(text[:110] + ("…" if len(text) > 110 else "")))
         out.print(t)
-    bad = [c for c in answer.claims if c.verdict not in ("supported",)]
+    bad = [c for c in answer.claims if c.verdict in ("unsupported", "contradicted", "invalid_citation")]
     for c in bad:
         err.print(f"[yellow]{c.verdict}:[/] {escape(c.text[:100])}")
     for f in answer.flags:

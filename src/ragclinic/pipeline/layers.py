@@ -7,7 +7,7 @@ a state rebuilt from a trace (or altered by the doctor or the debugger).
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from ragclinic.pipeline.gate import decide
@@ -22,7 +22,6 @@ from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
 from ragclinic.types import Answer, Citation, Exclusion, Passage
-from dataclasses import asdict
 
 
 def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
