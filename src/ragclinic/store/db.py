@@ -301,10 +301,22 @@ class Database:
                                   [(new, version, d) for d in rows])
         return len(rows)
 
-    def scope_rows(self) -> list[tuple[str, str, str, float, dict[str, str]]]:
-        """(doc_id, path, record_key, mtime, tags) of every document: what scope filters match on."""
-        return [(d, p, k, m, json.loads(t)) for d, p, k, m, t in
-                self.conn.execute("SELECT doc_id, path, record_key, mtime, tags FROM documents")]
+    def scope_rows(self, tags: Sequence[tuple[str, str]] = (), doc_ids: Sequence[str] = ()
+                   ) -> list[tuple[str, str, str, float, dict[str, str]]]:
+        """(doc_id, path, record_key, mtime, tags) of the documents that have all ``tags`` and, when given,
+        one of ``doc_ids`` (as id or record key): what scope filters match on, narrowed inside SQLite."""
+        where, args = [], []
+        for key, value in tags:
+            where.append("json_extract(tags, ?) = ?")
+            args += ['$."' + key.replace('"', '""') + '"', value]
+        if doc_ids:
+            marks = ",".join("?" * len(doc_ids))
+            where.append(f"(doc_id IN ({marks}) OR record_key IN ({marks}))")
+            args += [*doc_ids, *doc_ids]
+        sql = "SELECT doc_id, path, record_key, mtime, tags FROM documents"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        return [(d, p, k, m, json.loads(t)) for d, p, k, m, t in self.conn.execute(sql, args)]
 
     def doc_infos(self, doc_ids: Sequence[str]) -> dict[str, DocInfo]:
         out: dict[str, DocInfo] = {}

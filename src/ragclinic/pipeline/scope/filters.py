@@ -82,7 +82,7 @@ def resolve(db: Database, scope: Scope, newest_only: bool = True) -> Resolution:
     sup = _superseded(db) if newest_only else {}
     if scope.unrestricted and not sup:
         return Resolution(None, None, {})
-    rows = db.scope_rows()
+    rows = db.scope_rows(scope.tags, scope.doc_ids)  # exact fields narrowed in SQL, the rest checked here
     docs = [d for d, p, k, m, t in rows if scope.matches(d, p, k, m, t)]
     if newest_only and not scope.unrestricted:
         # policies judge only what the filters admitted: --scope version=1 keeps version 1
