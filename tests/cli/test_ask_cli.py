@@ -71,3 +71,10 @@ def test_bad_usage_exits_2(kb_dir):
 def test_text_output_lists_sources(kb_dir):
     r = runner.invoke(app, ["ask", "What is the risk-free rate?", "--kb", kb_dir, "--llm", "none"])
     assert r.exit_code == 0 and "[1]" in r.stdout
+
+
+def test_chat_answers_each_line_until_an_empty_one(kb_dir):
+    r = runner.invoke(app, ["chat", "--kb", kb_dir, "--llm", "none"],
+                      input="What is the risk-free rate?\nWhat does duration measure?\n\n")
+    assert r.exit_code == 0, r.output
+    assert "default risk" in r.output and "bond price" in r.output
