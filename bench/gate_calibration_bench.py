@@ -85,7 +85,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     settings = Settings.load(Path("/nonexistent-kb"), llm=args.llm)
     sets = {"rgb-zh": rgb_pairs(args.limit), "halueval-en": halueval_pairs(args.limit, rng)}
-    rows = []
+    rows, pooled = [], {}
     judge = LogitJudge(create_language_model(args.llm, settings)) if args.judge_pairs else None
     for name, pairs in sets.items():
         labels = [y for _, _, y in pairs]
@@ -97,11 +97,25 @@ def main() -> None:
             t0 = time.perf_counter()
             scores = [judge.judge("relevance", p, q) for q, p, _ in sample]
             per_pair = (time.perf_counter() - t0) / len(sample)
-            rows.append({"set": name, **summarise(f"judge:{args.llm}", scores, [y for *_, y in sample],
+            labels_s = [y for *_, y in sample]
+            rows.append({"set": name, **summarise(f"judge:{args.llm}", scores, labels_s,
                                                   settings.gate_threshold_judge), "s_per_pair": round(per_pair, 2)})
+            pooled[name] = (scores, labels_s)
             print(rows[-1], flush=True)
+    if pooled:
+        # one threshold for both languages and both kinds of negatives: the best mean balanced accuracy
+        grid = sorted({round(x, 2) for sc, _ in pooled.values() for x in sc} | {0.5})
+        mean = lambda t: sum(balanced_accuracy(sc, lb, t) for sc, lb in pooled.values()) / len(pooled)  # noqa: E731
+        best = max(grid, key=lambda t: (round(mean(t), 4), -abs(t - 0.5)))
+        rows.append({"set": "both (mean)", "scorer": f"judge:{args.llm}", "pairs": sum(len(lb) for _, lb in pooled.values()),
+                     "auc": "–", "best_threshold": best, "bal_acc_best": round(mean(best), 3),
+                     "default": settings.gate_threshold_judge,
+                     "bal_acc_default": round(mean(settings.gate_threshold_judge), 3)})
+        print(rows[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=2, ensure_ascii=False))
+    args.out.write_text(json.dumps({"rows": rows, "judge_scores": {k: {"scores": v[0], "labels": v[1]}
+                                                                    for k, v in pooled.items()}},
+                                   indent=2, ensure_ascii=False))
     print("\n| set | scorer | pairs | AUC | best threshold (bal. acc.) | default (bal. acc.) | s/pair |\n|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['set']} | {r['scorer']} | {r['pairs']} | {r['auc']} | {r['best_threshold']} ({r['bal_acc_best']}) "
