@@ -108,3 +108,24 @@ def test_the_judge_decides_when_word_overlap_is_unsure(make_settings):
     no = LogitJudge(ScriptedLanguageModel(yes_prob=0.1))
     d, _ = decide("What approximates the riskless return?", [p], s, no, None)
     assert d.route == "refuse"
+
+
+def test_a_same_topic_passage_without_the_answer_is_refused_by_the_judge(make_settings):
+    """RGB's hard negatives share the question's words; only the judge can tell them apart."""
+    s = make_settings()
+    near_miss = _passage("The sixth Legislative Council election was held on 4 September 2016 in Hong Kong.")
+    q = "How many seats did the sixth Legislative Council election in Hong Kong fill?"
+    no = LogitJudge(ScriptedLanguageModel(yes_prob=0.2))
+    d, scored = decide(q, [near_miss], s, no, None)
+    assert scored[0].support_by.startswith("logit") and d.route == "refuse"
+    lexical_only, _ = decide(q, [near_miss], s, LexicalJudge(), None)
+    assert lexical_only.route == "answer"  # what the gate would do without a model
+
+
+def test_judging_stops_at_the_first_accepted_passage(make_settings):
+    s = make_settings()
+    lm = ScriptedLanguageModel(yes_prob=0.95)
+    ps = [_passage("Treasury bills proxy the risk-free rate.", 1), _passage("Risk-free rate basics.", 2, "d2")]
+    d, scored = decide("What proxies the risk-free rate?", ps, s, LogitJudge(lm), None)
+    assert d.route == "answer" and len(lm.calls) == 1
+    assert [p.support_by.startswith("logit") for p in scored] == [True, False]

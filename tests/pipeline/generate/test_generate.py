@@ -96,7 +96,8 @@ def test_llm_generator_streams_and_reports_tokens():
 
 def test_pipeline_flags_bad_citations_and_outside_knowledge(tmp_path):
     kb = build_kb(tmp_path, BOND_DOCS)
-    lm = ScriptedLanguageModel(["As far as I know, the risk-free rate is 12% [1]. It is set by the moon [7]."], yes_prob=0.1)
+    lm = ScriptedLanguageModel(["As far as I know, the risk-free rate is 12% [1]. It is set by the moon [7]."],
+                              yes_prob=lambda m: 0.9 if "contain the answer" in m[-1].content else 0.1)
     state, trace = Pipeline(kb, lm=lm).ask("What is the risk-free rate?")
     a = state.answer
     assert "violation: as far as i know" in a.flags

@@ -1,10 +1,11 @@
-"""Evidence scores: how well each passage answers the question (0..1), rules first, the judge when unsure.
+"""Evidence scores: how well each passage answers the question (0..1), rules first, the judge to decide.
 
-The lexical score is the share of the question's content terms the passage contains. A score at or above
-``gate_lexical_sure`` is trusted as it is. Otherwise, when a model judge is loaded, the judge's P(yes) for
-"does the passage contain the answer?" replaces it for the best-ranked ``gate_judge_max`` passages — a
-paraphrase has low word overlap and only a model can see it. Without a model judge the lexical score
-stands, compared with its own threshold.
+The lexical score is the share of the question's content terms the passage contains. It tells an answering
+passage from an unrelated one, but not from a same-topic passage that lacks the answer: on RGB's hard
+negatives 56% reach 0.75 coverage (bench/RESULTS.md, "Gate calibration"). So when a model judge is loaded,
+the passages are judged — best lexical score first, at most ``gate_judge_max``, stopping at the first one
+the judge accepts — and the decision rests on the judged scores only. Without a model judge the lexical
+scores decide, against their own threshold.
 """
 
 from __future__ import annotations
@@ -24,23 +25,28 @@ def is_model_judge(judge: Judge | None) -> bool:
 
 def score_passages(question: str, passages: Sequence[Passage], judge: Judge | None, settings) -> list[Passage]:
     scored = [replace(p, support=coverage(question, p.chunk.text), support_by="lexical") for p in passages]
-    if not is_model_judge(judge) or any(p.support >= settings.gate_lexical_sure for p in scored):
+    if not is_model_judge(judge):
         return scored
-    out, budget = [], settings.gate_judge_max
-    for p in scored:
-        if budget > 0:
-            budget -= 1
-            p = replace(p, support=judge.judge("relevance", p.chunk.text, question), support_by=judge.model_id)
-        out.append(p)
-    return out
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].support, i))[:settings.gate_judge_max]
+    for i in order:
+        p = scored[i]
+        scored[i] = replace(p, support=judge.judge("relevance", p.chunk.text, question), support_by=judge.model_id)
+        if scored[i].support >= settings.gate_threshold_judge:
+            break
+    return scored
+
+
+def decisive(passages: Sequence[Passage]) -> list[Passage]:
+    """The passages the decision rests on: the judged ones when any were judged, else all."""
+    judged = [p for p in passages if p.support_by != "lexical"]
+    return judged or list(passages)
 
 
 def threshold(passages: Sequence[Passage], settings) -> float:
-    """The sufficiency threshold that matches how the best passage was scored."""
-    best = max(passages, key=lambda p: p.support, default=None)
-    if best is None or best.support_by == "lexical":
-        return settings.gate_threshold_lexical
-    return settings.gate_threshold_judge
+    """The sufficiency threshold that matches how the decisive passages were scored."""
+    if any(p.support_by != "lexical" for p in passages):
+        return settings.gate_threshold_judge
+    return settings.gate_threshold_lexical
 
 
 _SIDES = [

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ragclinic.models.judge import Judge
 from ragclinic.models.llm import LanguageModel
-from ragclinic.pipeline.gate.evidence import (comparison_sides, is_model_judge, score_passages, side_support,
-                                              threshold)
+from ragclinic.pipeline.gate.evidence import (comparison_sides, decisive, is_model_judge, score_passages,
+                                              side_support, threshold)
 from ragclinic.pipeline.gate.premise import false_premise
 from ragclinic.pipeline.gate.qtype import classify_llm, classify_rules
 from ragclinic.pipeline.gate.templates import render
@@ -32,9 +32,10 @@ def decide(question: str, passages: Sequence[Passage], settings, judge: Judge | 
     if not passages:
         return GateDecision("refuse", qtype, 0.0, "no passage in scope matched the question", type_by), []
     scored = score_passages(question, passages, judge, settings)
-    best = max(p.support for p in scored)
+    basis = decisive(scored)
+    best = max(p.support for p in basis)
     need = threshold(scored, settings)
-    by = max(scored, key=lambda p: p.support).support_by
+    by = max(basis, key=lambda p: p.support).support_by
     if qtype == "comparison" and (sides := comparison_sides(question)):
         # each side needs its own evidence; the whole question rarely sits in one passage
         side_scores = {side: side_support(side, scored) for side in sides}
