@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="first N abstracts only (0 = all)")
     ap.add_argument("--kb", type=Path, help="knowledge base to (re)use")
     ap.add_argument("--cache", type=Path, help="embedding cache folder")
+    ap.add_argument("--depth", type=int, default=100, help="hits per query (and fusion depth)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "retrieval.json")
     args = ap.parse_args()
     if args.cache:
@@ -65,12 +66,20 @@ def main() -> None:
     queries = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open()) if j["_id"] in keep}
 
     results = {}
-    for name in ("lexical", "dense", "hybrid"):
-        retriever = create_retriever(kb, name)
+    from ragclinic.pipeline.retrieve.hybrid import HybridRetriever
+
+    def hybrid_with(method: str) -> HybridRetriever:
+        h = HybridRetriever(kb)
+        h.method = method
+        return h
+
+    retrievers = {"lexical": create_retriever(kb, "lexical"), "dense": create_retriever(kb, "dense"),
+                  "hybrid (convex)": hybrid_with("convex"), "hybrid (rrf)": hybrid_with("rrf")}
+    for name, retriever in retrievers.items():
         run, seconds = [], []
         for qid, text in queries.items():
             t = time.perf_counter()
-            hits = retriever.retrieve(text, 300)
+            hits = retriever.retrieve(text, args.depth)
             seconds.append(time.perf_counter() - t)
             best: dict[str, float] = {}
             for h in hits:

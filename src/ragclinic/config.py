@@ -88,7 +88,9 @@ class Settings(BaseSettings):
                                                   "(contextual header); the cited text is unchanged.")
 
     # --- retrieval
-    retriever: str = Field("hybrid", description="lexical, dense or hybrid (reciprocal rank fusion of both).")
+    retriever: str = Field("hybrid", description="lexical, dense or hybrid (fusion of both).")
+    fusion: str = Field("convex", pattern="^(convex|rrf)$",
+                        description="Hybrid fusion: convex (min-max normalised scores, weighted) or rrf (ranks).")
     top_k: int = Field(10, ge=1, le=1000, description="Hits returned by retrieval.")
     fusion_depth: int = Field(100, ge=1, le=10_000,
                               description="Candidates each retriever contributes to hybrid fusion.")

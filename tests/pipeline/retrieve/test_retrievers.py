@@ -113,6 +113,31 @@ def test_unknown_retriever_lists_the_valid_names(kb):
 def test_hybrid_fast_path_equals_fusion_of_full_hits(kb, query):
     """Fusing (rowid, score) lists and loading only the winners gives exactly rrf() over full Hit lists."""
     h = create_retriever(kb, "hybrid")
-    slow = rrf({p.name: p.retrieve(query, h.depth, None) for p in h.parts}, h.weights, h.rrf_k, 3)
+    slow = rrf({p.name: p.retrieve(query, h.depth, None) for p in h.parts}, h.weights, h.rrf_k, 3, h.method)
     assert [(x.rowid, x.score, x.sources) for x in h.retrieve(query, 3)] == \
         [(x.rowid, x.score, x.sources) for x in slow]
+
+
+def test_convex_fusion_by_hand():
+    from ragclinic.pipeline.retrieve.hybrid import fuse
+
+    lexical = [(1, 12.0), (2, 8.0), (3, 4.0)]  # min-max → 1.0, 0.5, 0.0
+    dense = [(3, 0.9), (1, 0.7), (4, 0.5)]  # → 1.0, 0.5, 0.0
+    f = fuse({"lexical": lexical, "dense": dense}, "convex", {"lexical": 1.0, "dense": 1.0})
+    assert f == pytest.approx({1: 0.75, 2: 0.25, 3: 0.5, 4: 0.0})
+    w = fuse({"lexical": lexical, "dense": dense}, "convex", {"lexical": 3.0, "dense": 1.0})
+    assert w[1] == pytest.approx(0.75 * 1.0 + 0.25 * 0.5)
+    assert fuse({"lexical": [(9, 5.0)]}, "convex", {}) == {9: 1.0}  # one candidate: normalised to 1
+    with pytest.raises(ConfigError, match="valid: convex, rrf"):
+        fuse({}, "borda", {})
+
+
+@pytest.mark.parametrize("method", ["convex", "rrf"])
+def test_hybrid_fast_path_matches_for_both_fusions(kb, method):
+    from ragclinic.pipeline.retrieve.hybrid import HybridRetriever
+
+    h = HybridRetriever(kb)
+    h.method = method
+    slow = rrf({p.name: p.retrieve("risk-free bond rates", h.depth, None) for p in h.parts}, h.weights, h.rrf_k, 4,
+               method)
+    assert [x.rowid for x in h.retrieve("risk-free bond rates", 4)] == [x.rowid for x in slow]
