@@ -1,4 +1,4 @@
-"""Retrieve layer: lexical (BM25), dense (e5) and hybrid (reciprocal rank fusion) retrievers."""
+"""Retrieve layer: lexical (BM25), dense (e5) and hybrid (convex or reciprocal rank fusion) retrievers."""
 
 from ragclinic.pipeline.retrieve import dense, hybrid, lexical  # noqa: F401  (register the built-ins)
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, Retriever
