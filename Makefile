@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test bench-ingest bench-index clean
+.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,20 @@ bench-ingest: install
 
 bench-index: install
 	$(PY) bench/index_bench.py
+
+# SciFact knowledge base and embedding cache kept between runs (embedding the corpus takes ~25 min here).
+BENCH_CACHE ?= $(HOME)/.cache/ragclinic-bench
+bench-retrieval: install
+	$(PY) bench/retrieval_bench.py --kb $(BENCH_CACHE)/scifact-kb-ctx --cache $(BENCH_CACHE)/cache
+
+bench-latency: install
+	$(PY) bench/hybrid_latency_bench.py --sizes 10000 100000 1000000 --work $(BENCH_CACHE)/hybrid
+
+bench-ask: install
+	$(PY) bench/ask_bench.py --kb $(BENCH_CACHE)/scifact-kb-ctx --cache $(BENCH_CACHE)/cache --questions 8
+
+bench-gate: install
+	$(PY) bench/gate_calibration_bench.py --limit 100 --judge-pairs 40 --llm local
 
 clean:
 	rm -rf $(VENV) .ragclinic demo-corpus .pytest_cache
