@@ -100,11 +100,11 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
             judge_budget -= 1
             p_sup = judge.judge("support", best.chunk.text, bare)
             by = judge.model_id
-            if p_sup >= 0.5:
+            if p_sup >= settings.claim_threshold_judge:
                 verdict, score = "supported", p_sup
             elif judge_budget > 0:
                 judge_budget -= 1
-                if judge.judge("contradiction", best.chunk.text, bare) >= 0.5:
+                if judge.judge("contradiction", best.chunk.text, bare) >= settings.claim_threshold_judge:
                     verdict = "contradicted"
         if not cited and verdict == "supported":
             verdict = "uncited"
