@@ -78,7 +78,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "gate_calibration.json")
     args = ap.parse_args()
     from ragclinic.config import Settings
-    from ragclinic.models.judge import LogitJudge
+    from ragclinic.models.judge import LogitJudge, relevance_threshold
     from ragclinic.models.llm import create_language_model
     from ragclinic.text.support import coverage
 
@@ -98,8 +98,9 @@ def main() -> None:
             scores = [judge.judge("relevance", p, q) for q, p, _ in sample]
             per_pair = (time.perf_counter() - t0) / len(sample)
             labels_s = [y for *_, y in sample]
-            rows.append({"set": name, **summarise(f"judge:{args.llm}", scores, labels_s,
-                                                  settings.gate_threshold_judge), "s_per_pair": round(per_pair, 2)})
+            shipped = relevance_threshold(judge, settings.gate_threshold_judge)
+            rows.append({"set": name, **summarise(f"judge:{args.llm}", scores, labels_s, shipped),
+                         "s_per_pair": round(per_pair, 2)})
             pooled[name] = (scores, labels_s)
             print(rows[-1], flush=True)
     if pooled:
@@ -109,8 +110,7 @@ def main() -> None:
         best = max(grid, key=lambda t: (round(mean(t), 4), -abs(t - 0.5)))
         rows.append({"set": "both (mean)", "scorer": f"judge:{args.llm}", "pairs": sum(len(lb) for _, lb in pooled.values()),
                      "auc": "–", "best_threshold": best, "bal_acc_best": round(mean(best), 3),
-                     "default": settings.gate_threshold_judge,
-                     "bal_acc_default": round(mean(settings.gate_threshold_judge), 3)})
+                     "default": shipped, "bal_acc_default": round(mean(shipped), 3)})
         print(rows[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "judge_scores": {k: {"scores": v[0], "labels": v[1]}

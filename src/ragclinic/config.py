@@ -130,8 +130,9 @@ class Settings(BaseSettings):
     generator: str = Field("llm", description="llm, or extractive (best-supported sentences, no model).")
     extractive_sentences: int = Field(2, ge=1, le=10)
     gate_threshold_lexical: float = Field(0.5, ge=0, le=1, description="Evidence needed to answer (lexical score).")
-    gate_threshold_judge: float = Field(0.8, ge=0, le=1, description="Evidence needed to answer (judge P(yes); "
-                                                                     "calibrated, see docs/settings.md).")
+    gate_threshold_judge: Optional[float] = Field(
+        None, ge=0, le=1, description="Evidence needed to answer (judge P(yes)); unset = the value calibrated for "
+                                      "the judge's model (docs/settings.md), 0.5 for an uncalibrated model.")
     gate_judge_max: int = Field(2, ge=0, le=20, description="Passages the judge scores (best word overlap first; "
                                                              "stops at the first it accepts). 0 = never judge.")
     claim_lexical_threshold: float = Field(0.5, ge=0, le=1, description="Claim support by words and numbers.")

@@ -36,6 +36,18 @@ class Judge(Protocol):
 
 JUDGES: Registry[Judge] = Registry("judge")
 
+# P(yes) thresholds for "the passage contains the answer", per language-model backend, measured by
+# bench/gate_calibration_bench.py (bench/RESULTS.md, "Gate calibration"); other models get 0.5.
+CALIBRATED_RELEVANCE = {"local": 0.8, "local-small": 0.5}
+UNCALIBRATED = 0.5
+
+
+def relevance_threshold(judge: Judge, override: float | None = None) -> float:
+    """The P(yes) a passage needs to count as evidence: the setting if given, else the model's calibration."""
+    if override is not None:
+        return override
+    return getattr(judge, "relevance_threshold", UNCALIBRATED)
+
 
 def judge_messages(task: Task, passage: str, text: str) -> list[Message]:
     if task not in _QUESTIONS:
@@ -51,6 +63,8 @@ class LogitJudge:
     def __init__(self, lm: LanguageModel) -> None:
         self.lm = lm
         self.model_id = f"logit-judge:{lm.model_id}"
+        backend = lm.model_id.split(":", 1)[0]
+        self.relevance_threshold = CALIBRATED_RELEVANCE.get(backend, UNCALIBRATED)
 
     def judge(self, task: Task, passage: str, text: str) -> float:
         return self.lm.next_token_probs(judge_messages(task, passage, text), ["yes", "no"])["yes"]

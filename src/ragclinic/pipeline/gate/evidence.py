@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ragclinic.models.judge import Judge, LexicalJudge
+from ragclinic.models.judge import Judge, LexicalJudge, relevance_threshold
 from ragclinic.text.support import content_terms, coverage
 from ragclinic.types import Passage
 
@@ -31,7 +31,7 @@ def score_passages(question: str, passages: Sequence[Passage], judge: Judge | No
     for i in order:
         p = scored[i]
         scored[i] = replace(p, support=judge.judge("relevance", p.chunk.text, question), support_by=judge.model_id)
-        if scored[i].support >= settings.gate_threshold_judge:
+        if scored[i].support >= relevance_threshold(judge, settings.gate_threshold_judge):
             break
     return scored
 
@@ -42,10 +42,10 @@ def decisive(passages: Sequence[Passage]) -> list[Passage]:
     return judged or list(passages)
 
 
-def threshold(passages: Sequence[Passage], settings) -> float:
+def threshold(passages: Sequence[Passage], settings, judge: Judge | None = None) -> float:
     """The sufficiency threshold that matches how the decisive passages were scored."""
-    if any(p.support_by != "lexical" for p in passages):
-        return settings.gate_threshold_judge
+    if judge is not None and any(p.support_by != "lexical" for p in passages):
+        return relevance_threshold(judge, settings.gate_threshold_judge)
     return settings.gate_threshold_lexical
 
 

@@ -34,7 +34,7 @@ def decide(question: str, passages: Sequence[Passage], settings, judge: Judge | 
     scored = score_passages(question, passages, judge, settings)
     basis = decisive(scored)
     best = max(p.support for p in basis)
-    need = threshold(scored, settings)
+    need = threshold(scored, settings, judge)
     by = max(basis, key=lambda p: p.support).support_by
     if qtype == "comparison" and (sides := comparison_sides(question)):
         # each side needs its own evidence; the whole question rarely sits in one passage
