@@ -114,3 +114,12 @@ def test_next_token_probs_form_a_distribution_and_see_the_obvious(lm):
     p = lm.next_token_probs(MSGS, ["yes", "no"])
     assert set(p) == {"yes", "no"} and abs(sum(p.values()) - 1) < 1e-6
     assert p["yes"] > 0.5  # Paris is the capital of France
+
+
+@pytest.mark.slow
+def test_local_results_do_not_depend_on_earlier_calls(local_small):
+    probe = [Message("user", "Passage: Cats sleep a lot.\nDoes the passage say how many legs a spider has? yes or no")]
+    alone = local_small.next_token_probs(probe, ["yes", "no"])
+    local_small.chat([Message("user", "Name three prime numbers.")], max_tokens=12)
+    local_small.next_token_probs([Message("user", "Is water wet? yes or no")], ["yes", "no"])
+    assert local_small.next_token_probs(probe, ["yes", "no"]) == alone

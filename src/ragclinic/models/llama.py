@@ -46,6 +46,11 @@ class LlamaModel:
         self.model_id = f"{spec.name}:{spec.sha256[:12]}"
         self._lock = threading.Lock()  # one llama context serves one call at a time
 
+    # _fresh_state: every call starts from an empty KV cache. llama.cpp would otherwise reuse the longest
+    # common prefix with the previous call, which changes how the prompt is batched and so the floating-point
+    # result: the same question could get another greedy answer (or judge score) depending on what was asked
+    # before. Our calls share little more than the system message, so the reuse saved almost nothing.
+
     def _prompt(self, messages: Sequence[Message]) -> str:
         return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
 
@@ -60,6 +65,7 @@ class LlamaModel:
             raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
                              f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
         with self._lock:
+            self._llm.reset()  # see _fresh_state
             stream = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
                                                  top_k=1 if temperature == 0 else 40, stop=self._stop,
                                                  stream=True)
@@ -84,6 +90,7 @@ class LlamaModel:
             return scores
 
         with self._lock:
+            self._llm.reset()  # see _fresh_state
             self._llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
         if not captured:
             raise ModelError("the model produced no logits")
