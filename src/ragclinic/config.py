@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     fusion_weights: dict[str, float] = Field({"lexical": 1.0, "dense": 1.0},
                                              description="Per-retriever weight in the fused score.")
 
-    rerank: bool = Field(False, description="Judge-rerank the top rerank_depth hits (slow: ~0.5 s per passage "
+    rerank: bool = Field(False, description="Judge-rerank the top rerank_depth hits (slow: ~7 s per passage "
                                             "with the local model; the doctor switches it on when needed).")
     rerank_depth: int = Field(20, ge=1, le=200)
 
