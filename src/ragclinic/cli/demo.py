@@ -18,7 +18,7 @@ from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.analyzer import analyze
 
 QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
-QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "为什么检索质量决定答案质量？",
+QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "知识库为每个段落建立了哪些索引？",
              "What is the boiling point of mercury?")  # the last one is not in the corpus: it is refused
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from helpers import BOND_DOCS, build_kb
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.models.judge import LexicalJudge, LogitJudge
@@ -107,3 +109,15 @@ def test_pipeline_flags_bad_citations_and_outside_knowledge(tmp_path):
     declined, _ = Pipeline(kb, lm=ScriptedLanguageModel(["The documents do not say."])).ask("What is the risk-free rate?")
     assert declined.answer.route == "refuse" and declined.answer.refused
     kb.close()
+
+
+def test_attribution_cites_uncited_sentences_in_both_languages():
+    from ragclinic.pipeline.generate.citations import attribute_citations
+
+    text, n = attribute_citations("The 10-year note yields 3.9% per year. Unicorns pay coupons.", _passages(), 0.5)
+    assert text == "The 10-year note yields 3.9% per year [1]. Unicorns pay coupons." and n == 1
+    zh = _passages()[:1]
+    zh = [dataclasses.replace(zh[0], hit=dataclasses.replace(zh[0].hit, chunk=dataclasses.replace(
+        zh[0].chunk, text="知识库为每个段落建立词法索引和向量索引。", language="zh")))]
+    text, n = attribute_citations("知识库为每个段落建立了词法索引和向量索引。", zh, 0.5)
+    assert text == "知识库为每个段落建立了词法索引和向量索引[1]。" and n == 1

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.text.lang import detect_language
+from ragclinic.text.lang import detect_language, is_cjk
 from ragclinic.text.support import content_terms, lexical_support
 from ragclinic.types import Claim, Passage
 
@@ -73,7 +73,8 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
             score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
             if score >= threshold:
                 core = bare.rstrip(".。!！?？")
-                sent = f"{core} [{best}]{bare[len(core):]}"
+                space = "" if core and is_cjk(core[-1]) else " "
+                sent = f"{core}{space}[{best}]{bare[len(core):]}"
                 added += 1
         out.append(sent)
     out.append(answer[pos:])
