@@ -25,7 +25,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+from scifact import load_qrels, load_queries  # noqa: E402  (bench/ is on sys.path)
 
 
 def main() -> None:
@@ -44,8 +45,8 @@ def main() -> None:
     from ragclinic.pipeline.runner import Pipeline, load_language_model
     from ragclinic.store.kb import KnowledgeBase
 
-    qids = [line.split("\t")[0] for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:]]
-    claims = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open())}
+    qids = [q.query_id for q in load_qrels()]
+    claims = load_queries()
     questions = [f"Is it true that {claims[q].rstrip('.')[0].lower()}{claims[q].rstrip('.')[1:]}?"
                  for q in dict.fromkeys(qids)][:args.questions]
     results = {}

@@ -23,7 +23,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import ir_measures  # noqa: E402
 import numpy as np  # noqa: E402
-from ir_measures import Qrel, ScoredDoc, nDCG  # noqa: E402
+from ir_measures import ScoredDoc, nDCG  # noqa: E402
 
 from ragclinic.config import Settings  # noqa: E402
 from ragclinic.ingest.discover import read_source  # noqa: E402
@@ -36,14 +36,13 @@ from ragclinic.store.lexical import TantivyIndex  # noqa: E402
 from ragclinic.text.analyzer import analyze, analyze_to_string  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+from scifact import DATA, load_qrels, load_queries  # noqa: E402  (bench/ is on sys.path)
 
 
 def load_eval():
-    qrels = [Qrel(q, d, int(s)) for q, d, s in
-             (line.split("\t") for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:])]
-    ids = {q.query_id for q in qrels}
-    queries = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open()) if j["_id"] in ids}
+    qrels = load_qrels()
+    queries = load_queries({q.query_id for q in qrels})
     return qrels, queries
 
 

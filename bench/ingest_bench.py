@@ -26,7 +26,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import psutil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+from scifact import DATA, load_qrels, load_queries  # noqa: E402  (bench/ is on sys.path)
 
 
 def run_ingest(corpus: Path, kb: Path, cache: Path, embedder: str) -> dict:
@@ -82,19 +83,18 @@ def embed_alone(texts: list[str], batch: int) -> float:
 def ndcg(kb_dir: Path, cache: Path, embedder: str, doc_ids: set[str]) -> tuple[float, int]:
     """nDCG@10 of doc-level retrieval (a document scores as its best chunk) on the slice's test queries."""
     import ir_measures
-    from ir_measures import Qrel, ScoredDoc, nDCG
+    from ir_measures import ScoredDoc, nDCG
 
     from ragclinic.config import Settings
     from ragclinic.store.kb import KnowledgeBase
     from ragclinic.text.analyzer import analyze
 
-    qrels = [Qrel(q, d, int(s)) for q, d, s in
-             (line.split("\t") for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:])]
+    qrels = load_qrels()
     by_q: dict[str, set[str]] = {}
     for q in qrels:
         by_q.setdefault(q.query_id, set()).add(q.doc_id)
     keep = {q for q, ds in by_q.items() if ds <= doc_ids}
-    queries = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open()) if j["_id"] in keep}
+    queries = load_queries(keep)
     os.environ["RAGCLINIC_CACHE_DIR"] = str(cache)
     kb = KnowledgeBase.open(Settings.load(kb_dir, embedder=embedder))
     run = []

@@ -19,7 +19,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+from scifact import load_qrels, load_queries  # noqa: E402  (bench/ is on sys.path)
 
 
 def main() -> None:
@@ -35,7 +36,7 @@ def main() -> None:
     if args.cache:
         os.environ["RAGCLINIC_CACHE_DIR"] = str(args.cache)
     import ir_measures
-    from ir_measures import Qrel, ScoredDoc, nDCG
+    from ir_measures import ScoredDoc, nDCG
 
     from ragclinic.config import Settings
     from ragclinic.models.judge import LogitJudge
@@ -46,9 +47,8 @@ def main() -> None:
 
     kb = KnowledgeBase.open(Settings.load(args.kb))
     doc_ids = dict(kb.db.conn.execute("SELECT doc_id, record_key FROM documents"))
-    qrels = [Qrel(q, d, int(s)) for q, d, s in
-             (line.split("\t") for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:])]
-    queries = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open())}
+    qrels = load_qrels()
+    queries = load_queries()
     sample = random.Random(args.seed).sample(sorted({q.query_id for q in qrels}), args.queries)
     qrels = [q for q in qrels if q.query_id in sample]
     hybrid = create_retriever(kb, "hybrid")

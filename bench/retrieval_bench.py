@@ -21,7 +21,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "scifact" / "beir"
+
+from scifact import DATA, load_qrels, load_queries  # noqa: E402  (bench/ is on sys.path)
 
 
 def main() -> None:
@@ -35,7 +36,7 @@ def main() -> None:
     if args.cache:
         os.environ["RAGCLINIC_CACHE_DIR"] = str(args.cache)
     import ir_measures
-    from ir_measures import Qrel, R, ScoredDoc, nDCG
+    from ir_measures import R, ScoredDoc, nDCG
 
     from ragclinic.config import Settings
     from ragclinic.ingest.runner import ingest
@@ -56,14 +57,13 @@ def main() -> None:
 
     doc_ids = dict(kb.db.conn.execute("SELECT doc_id, record_key FROM documents"))
     present = set(doc_ids.values())
-    qrels = [Qrel(q, d, int(s)) for q, d, s in
-             (line.split("\t") for line in (DATA / "qrels" / "test.tsv").read_text().splitlines()[1:])]
+    qrels = load_qrels()
     by_q: dict[str, set[str]] = {}
     for q in qrels:
         by_q.setdefault(q.query_id, set()).add(q.doc_id)
     keep = {q for q, ds in by_q.items() if ds <= present}
     qrels = [q for q in qrels if q.query_id in keep]
-    queries = {j["_id"]: j["text"] for j in map(json.loads, (DATA / "queries.jsonl").open()) if j["_id"] in keep}
+    queries = load_queries(keep)
 
     results = {}
     from ragclinic.pipeline.retrieve.hybrid import HybridRetriever

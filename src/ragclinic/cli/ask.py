@@ -8,7 +8,6 @@ from typing import List, Optional
 
 import typer
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 
 from ragclinic.cli.ingest import parse_pairs
