@@ -140,6 +140,21 @@ class Settings(BaseSettings):
                                                                       "supported (or contradicted).")
     claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
 
+    # --- the doctor (docs/doctor.md says how each default was chosen)
+    doctor: bool = Field(True, description="Examine every answer and repair what can be repaired (ask --no-doctor: off).")
+    doctor_max_rounds: int = Field(2, ge=0, le=10, description="Repair rounds per query.")
+    doctor_max_lm_calls: int = Field(12, ge=0, le=500,
+                                     description="Language-model calls the doctor may add to a query (judge + re-runs).")
+    doctor_max_seconds: float = Field(180.0, gt=0, description="Wall time the doctor may add to a query.")
+    doctor_threshold: float = Field(0.5, ge=0, le=1, description="Symptom score at which a symptom is present.")
+    doctor_escalate_floor: float = Field(0.35, ge=0, le=1,
+                                         description="Unsure findings below this are not escalated to e5 / the judge.")
+    doctor_candidates: int = Field(2, ge=1, le=5, description="Treatments tried per round (the better verified wins).")
+    doctor_accept_margin: float = Field(0.02, ge=0, le=1,
+                                        description="Verified-confidence gain a treated answer needs to replace the current one.")
+    doctor_weak_answer: str = Field("note", pattern="^(note|refuse)$",
+                                    description="An answer still unconfirmed when the budget ends: note it, or refuse.")
+
     @field_validator("openai_api_key", mode="before")
     @classmethod
     def _api_key_env(cls, v):

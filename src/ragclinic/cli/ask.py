@@ -14,6 +14,7 @@ from ragclinic.cli.ingest import parse_pairs
 from ragclinic.cli.main import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.config import Settings
+from ragclinic.doctor import Doctor, DoctorResult
 from ragclinic.pipeline.runner import Pipeline, load_language_model
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Answer
@@ -25,6 +26,12 @@ TopKOption = typer.Option(None, "--top-k", min=1, show_default=False, help="Hits
 LlmOption = typer.Option(None, "--llm", show_default=False,
                          help="local (default, Qwen2.5-Coder-1.5B) | local-small (0.5B, fast, weaker) | "
                               "openai (RAGCLINIC_OPENAI_*) | none (extractive, no model).")
+DoctorOption = typer.Option(None, "--doctor/--no-doctor", show_default=False,
+                            help="Examine the answer and repair what can be repaired (default: on; "
+                                 "--no-doctor gives the plain pipeline, the baseline).")
+InteractiveOption = typer.Option(False, "--interactive", "-i",
+                                 help="An ambiguous question is answered with a clarifying question; your reply is "
+                                      "asked together with the question.")
 RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
                             help="Judge-rerank the top hits (slower, more precise).")
 
@@ -46,29 +53,68 @@ def ask_cmd(
     top_k: Optional[int] = TopKOption,
     llm: Optional[str] = LlmOption,
     rerank: Optional[bool] = RerankOption,
+    doctor: Optional[bool] = DoctorOption,
+    interactive: bool = InteractiveOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer a question from the knowledge base, citing passages as \\[n].
 
     Refuses (route "refuse") when no passage holds the answer, asks back (route "clarify") when the
     question has nothing to search for. Every run is saved as a trace: `ragclinic trace show ID`.
+    The doctor (on by default) then checks the answer for symptoms — poor retrieval, noisy or conflicting
+    context, unsupported claims, injected instructions — re-runs the pipeline from the layer a repair
+    touches, and keeps the repaired answer only if it is verifiably better; `--no-doctor` skips it.
     Exit code 0 for any answer, refusal or clarification; 2 for bad usage or an unusable knowledge base.
     """
     pairs = parse_pairs(scope, "--scope")
     pipe = _pipeline(kb, llm, quiet=json_out)
+    use_doctor = pipe.settings.doctor if doctor is None else doctor
     try:
         stream = None if json_out or not sys.stdout.isatty() else _printer()
-        state, trace = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
+        if not use_doctor:
+            state, _ = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
+            result, answer = None, state.answer
+        else:
+            result = _doctor_ask(pipe, question, pairs, top_k, rerank, stream, interactive and not json_out)
+            answer = result.answer
     finally:
         pipe.kb.close()
     if json_out:
-        print_json(state.answer.to_json())
+        print_json(result.to_json() if result else answer.to_json())
         return
     if stream is None:
-        out.print(escape(state.answer.text), highlight=False)
+        out.print(escape(answer.text), highlight=False)
     else:
         out.print()
-    print_sources(state.answer)
+        if result is not None and answer.text != result.initial.text:
+            out.print(f"[bold]repaired answer:[/] {escape(answer.text)}", highlight=False)
+    print_sources(answer)
+    if result is not None:
+        print_repairs(result)
+
+
+def _doctor_ask(pipe: Pipeline, question: str, pairs, top_k, rerank, stream, interactive: bool) -> DoctorResult:
+    doc = Doctor(pipe, interactive=interactive)
+    result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
+    if interactive and result.answer.route == "clarify" and result.repairs:
+        out.print()
+        try:
+            reply = input(f"{result.answer.text}\n> ").strip()
+        except EOFError:
+            reply = ""
+        if reply:
+            doc.interactive = False  # one clarifying question per query
+            result = doc.ask(f"{question} {reply}", pairs, top_k=top_k, rerank=rerank, on_token=stream)
+    return result
+
+
+def print_repairs(result: DoctorResult) -> None:
+    for x in result.symptoms:
+        err.print(f"[cyan]symptom:[/] {x['name']} {x['score']:.2f} ({x['layer']}): {escape(x['evidence'][:90])}")
+    for r in result.repairs:
+        mark = "[green]accepted[/]" if r["accepted"] else "rejected"
+        err.print(f"[cyan]repair {r['round']}:[/] {r['treatment']} — {escape(r['change'][:70])} — {mark} "
+                  f"({escape(r['reason'])})")
 
 
 def _printer():
@@ -102,6 +148,7 @@ def chat_cmd(
     kb: Optional[Path] = KbOption,
     scope: List[str] = ScopeOption,
     llm: Optional[str] = LlmOption,
+    doctor: Optional[bool] = DoctorOption,
 ) -> None:
     """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
     asked together with the previous question so it has something to refer to."""
@@ -117,9 +164,17 @@ def chat_cmd(
             if not q:
                 break
             asked = f"{previous} {q}" if previous and len(q.split()) <= 4 else q
-            state, _ = pipe.ask(asked, pairs, on_token=_printer())
-            out.print()
-            print_sources(state.answer)
+            if (pipe.settings.doctor if doctor is None else doctor):
+                result = _doctor_ask(pipe, asked, pairs, None, None, _printer(), interactive=True)
+                out.print()
+                if result.answer.text != result.initial.text:
+                    out.print(f"[bold]repaired answer:[/] {escape(result.answer.text)}", highlight=False)
+                print_sources(result.answer)
+                print_repairs(result)
+            else:
+                state, _ = pipe.ask(asked, pairs, on_token=_printer())
+                out.print()
+                print_sources(state.answer)
             previous = q if len(q.split()) > 4 else asked
     finally:
         pipe.kb.close()

@@ -27,11 +27,13 @@ def _open(kb: Optional[Path]) -> KnowledgeBase:
 @trace_app.command("list")
 @handle_errors
 def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--limit", min=1),
+             round_id: Optional[str] = typer.Option(None, "--round", help="Only this query's traces (its re-runs too)."),
+             all_: bool = typer.Option(False, "--all", help="Include the doctor's and debugger's re-runs."),
              json_out: bool = JsonOption) -> None:
-    """The most recent traces, newest first."""
+    """The most recent queries, newest first (re-runs with --all, or --round ID)."""
     base = _open(kb)
     try:
-        rows = list_traces(base.db, limit)
+        rows = list_traces(base.db, limit, round_id, reruns=all_)
     finally:
         base.close()
     if json_out:
@@ -78,6 +80,31 @@ def render(trace: Trace) -> None:
         out.print(m)
     f = trace.final
     out.print(f"[bold]answer[/] ({f.get('route')}, confidence {f.get('confidence')}): {escape(f.get('answer', ''))}")
+    render_doctor(trace)
+
+
+def render_doctor(trace: Trace) -> None:
+    """The doctor's record on a root trace: symptoms found, and each repair round with before → after."""
+    if trace.symptoms:
+        st = Table("round", "symptom", "score", "layer", "evidence", box=None, title="symptoms")
+        for x in trace.symptoms:
+            st.add_row(str(x.get("round", 0)), x["name"], f"{x['score']:.2f}", x["layer"], escape(x["evidence"][:90]))
+        out.print(st)
+    if trace.repairs:
+        rt = Table("round", "treatment", "for", "from", "accepted", "confidence", "why", "trace", box=None,
+                   title="repairs")
+        for r in trace.repairs:
+            after = r.get("after") or {}
+            conf = f"{r['before']['confidence']:.2f} → {after['confidence']:.2f}" if after else "—"
+            rt.add_row(str(r["round"]), r["treatment"], r.get("symptom", ""), r.get("layer", ""),
+                       "[green]yes[/]" if r["accepted"] else "no", conf, escape(r.get("reason", "")[:60]),
+                       after.get("trace_id", ""))
+        out.print(rt)
+    if trace.doctor:
+        d = trace.doctor
+        out.print(f"[bold]doctor[/]: {d.get('outcome')}; confidence {d.get('initial_confidence')} → "
+                  f"{d.get('final_confidence')}; {d.get('lm_calls')} extra model call(s), {d.get('seconds')} s; "
+                  f"answer from trace {d.get('answer_trace_id')}")
 
 
 def _summary(span) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ragclinic.pipeline.gate import decide
 from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
+from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import attribute_citations, declines
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.retrieve import create_retriever
@@ -21,7 +22,7 @@ from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
-from ragclinic.types import Answer, Citation, Exclusion, Passage
+from ragclinic.types import Answer, Citation, Exclusion, Hit, Passage
 
 
 def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
@@ -30,36 +31,61 @@ def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     res = resolve(ctx.kb.db, req.scope, newest_only=s.scope_newest_version)
     filter_ms = (time.perf_counter() - t0) * 1000
     retriever = create_retriever(ctx.kb, req.retriever)
+    if req.fusion_weights and hasattr(retriever, "weights"):
+        retriever.weights = dict(req.fusion_weights)
     depth = max(req.top_k, s.rerank_depth) if req.rerank else req.top_k
-    hits = retriever.retrieve(req.question, depth, res.allowed)
+    queries = req.sub_questions or req.search_queries or (req.question,)
+    runs = [retriever.retrieve(q, depth, res.allowed) for q in queries]
+    hits = runs[0] if len(runs) == 1 else interleave(runs)
     if req.rerank and ctx.judge is not None:
         hits = rerank(ctx.judge, req.question, hits, s.rerank_depth)
     hits = hits[:req.top_k]
     excluded = tuple(Exclusion("", d, "version=latest", why) for d, why in sorted(res.excluded.items()))
-    out = {"retriever": retriever.name, "rerank": bool(req.rerank and ctx.judge is not None),
+    out = {"retriever": retriever.name, "queries": list(queries), "rerank": bool(req.rerank and ctx.judge is not None),
            "allowed_chunks": None if res.allowed is None else len(res.allowed), "scope_filter_ms": round(filter_ms, 3),
            "hits": [hit_to_dict(h) for h in hits]}
     return replace(state, hits=tuple(hits), allowed_chunks=out["allowed_chunks"], excluded=excluded), out
 
 
+def interleave(runs: list[list[Hit]]) -> list[Hit]:
+    """Hits of several searches merged by turns (each search's best first, duplicates once): every query
+    keeps its best hits near the top. Scores are rank-based, since the searches' scores do not compare."""
+    merged: dict[str, Hit] = {}
+    for rank in range(max(map(len, runs), default=0)):
+        for run in runs:
+            if rank < len(run) and run[rank].chunk.id not in merged:
+                merged[run[rank].chunk.id] = run[rank]
+    n = len(merged)
+    return [replace(h, score=round(1.0 - i / (n + 1), 6)) for i, h in enumerate(merged.values())]
+
+
 def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
-    s = ctx.settings
+    s, req = ctx.settings, state.request
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in state.hits])
     hits, moved = apply_authority(state.hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
-    passages = []
-    for i, h in enumerate(hits[:state.request.context_k], start=1):
+    passages, excluded, per_doc = [], list(state.excluded), {}
+    for h in hits:
+        if len(passages) >= req.context_k:
+            break
         doc = docs.get(h.chunk.doc_id)
         if doc is None:  # deleted since the search: never cite what is gone
             continue
+        if h.chunk.id in req.quarantine:
+            excluded.append(Exclusion(h.chunk.id, h.chunk.doc_id, "quarantine",
+                                      "the passage addresses the model (injected instruction)"))
+            continue
+        if req.max_per_doc and per_doc.get(h.chunk.doc_id, 0) >= req.max_per_doc:
+            continue
+        per_doc[h.chunk.doc_id] = per_doc.get(h.chunk.doc_id, 0) + 1
         level = doc.tags.get(s.authority_tag)
         passages.append(Passage(len(passages) + 1, h, doc, marks=(f"authority={level}",) if level else ()))
     conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n)
     marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]
     out = {"passages": [passage_to_dict(p) for p in passages], "reordered_by_authority": moved,
-           "excluded": [asdict(e) for e in state.excluded], "conflicts": [asdict(c) for c in conflicts],
-           "filters": dict(state.request.scope_pairs), "allowed_chunks": state.allowed_chunks}
-    return replace(state, passages=tuple(passages), conflicts=tuple(conflicts)), out
+           "excluded": [asdict(e) for e in excluded], "conflicts": [asdict(c) for c in conflicts],
+           "filters": dict(req.scope_pairs), "allowed_chunks": state.allowed_chunks}
+    return replace(state, passages=tuple(passages), conflicts=tuple(conflicts), excluded=tuple(excluded)), out
 
 
 def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
@@ -74,7 +100,14 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     flags: list[str] = list(ctx.flags)
     draft = None
     if d.route == "answer":
-        draft = ctx.generator.generate(GenerateInput(q, state.passages, d, state.conflicts), ctx.on_token)
+        if state.draft is not None:  # a treatment rewrote the answer: check it, do not generate
+            draft = Draft(state.draft, "doctor")
+            if ctx.on_token:
+                ctx.on_token(state.draft)
+        else:
+            r = state.request
+            draft = ctx.generator.generate(GenerateInput(q, state.passages, d, state.conflicts, r.sub_questions,
+                                                         r.show_relevance, r.prompt_variant), ctx.on_token)
         text, generator = draft.text, draft.generator
         text, attributed = attribute_citations(text, state.passages, s.claim_lexical_threshold)
         if attributed:

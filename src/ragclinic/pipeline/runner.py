@@ -7,9 +7,10 @@ deterministic replay (model outputs frozen from the trace) all go through it.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragclinic.config import Settings
@@ -119,7 +120,8 @@ class Pipeline:
                       query=state.request.question, scope=dict(state.request.scope_pairs),
                       settings=self._settings_dump(), kb_version=self.kb.db.version, spans=tuple(spans),
                       model_calls=tuple(tape.calls), final={},
-                      parent_id=parent.id if parent else "", rerun_from=from_layer if parent else "")
+                      parent_id=parent.id if parent else "", rerun_from=from_layer if parent else "",
+                      request=request_to_dict(state.request))
         answer = replace(state.answer, trace_id=trace.id)
         trace = replace(trace, final=answer.to_json())
         if save:
@@ -147,14 +149,7 @@ def state_from_trace(trace: Trace, from_layer: str) -> AskState:
     """The state a trace had when ``from_layer`` started (every earlier layer's outputs restored)."""
     if from_layer not in QUERY_LAYERS:
         raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
-    s = trace.settings
-    r = trace.span("retrieve").inputs if trace.span("retrieve") else {}
-    sc = trace.span("scope").inputs if trace.span("scope") else {}
-    pairs = dict(trace.scope)
-    req = AskRequest(trace.query, Scope.parse(pairs), tuple(sorted(pairs.items())), r.get("top_k", s.get("top_k", 10)),
-                     sc.get("context_k", s.get("context_k", 5)), r.get("retriever", s.get("retriever", "hybrid")),
-                     bool(r.get("rerank", s.get("rerank", False))))
-    state = AskState(req)
+    state = AskState(request_from_trace(trace))
     before = QUERY_LAYERS[:QUERY_LAYERS.index(from_layer)]
     for layer in before:
         span = trace.span(layer)
@@ -171,6 +166,31 @@ def state_from_trace(trace: Trace, from_layer: str) -> AskState:
             state = replace(state, decision=decision_from_dict(o["decision"]),
                             passages=tuple(passage_from_dict(p) for p in o["passages"]))
     return state
+
+
+def request_to_dict(r: AskRequest) -> dict[str, Any]:
+    d = {f.name: getattr(r, f.name) for f in fields(r) if f.name != "scope"}
+    return json.loads(json.dumps(d))  # tuples → lists
+
+
+def request_from_trace(trace: Trace) -> AskRequest:
+    """The request a trace ran with (traces before the doctor stored only the plain pipeline's inputs)."""
+    pairs = dict(trace.scope)
+    if trace.request:
+        d = dict(trace.request)
+        tuples = {"scope_pairs", "search_queries", "sub_questions", "quarantine"}
+        d = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if k in tuples or k == "fusion_weights"
+             else v for k, v in d.items() if k in _REQUEST_FIELDS}
+        return AskRequest(**{**d, "scope": Scope.parse(pairs)})
+    s = trace.settings
+    r = trace.span("retrieve").inputs if trace.span("retrieve") else {}
+    sc = trace.span("scope").inputs if trace.span("scope") else {}
+    return AskRequest(trace.query, Scope.parse(pairs), tuple(sorted(pairs.items())), r.get("top_k", s.get("top_k", 10)),
+                      sc.get("context_k", s.get("context_k", 5)), r.get("retriever", s.get("retriever", "hybrid")),
+                      bool(r.get("rerank", s.get("rerank", False))))
+
+
+_REQUEST_FIELDS = {f.name for f in fields(AskRequest)}
 
 
 def _inputs(layer: str, state: AskState) -> dict[str, Any]:

@@ -17,6 +17,14 @@ class AskRequest:
     context_k: int = 5
     retriever: str = "hybrid"
     rerank: bool = False
+    # --- set by the doctor's treatments (defaults: the plain pipeline)
+    search_queries: tuple[str, ...] = ()  # retrieve: run these instead of the question, merged
+    sub_questions: tuple[str, ...] = ()  # retrieve each, share the context, answer each (compound, readings)
+    fusion_weights: tuple[tuple[str, float], ...] = ()  # retrieve: hybrid weights instead of the settings'
+    quarantine: tuple[str, ...] = ()  # scope: chunk ids kept out of the context (kept in the trace)
+    max_per_doc: int = 0  # scope: at most this many passages per document (0 = no cap)
+    show_relevance: bool = False  # generate: the prompt shows each passage's evidence score
+    prompt_variant: int = 0  # generate: 0 = the standard prompt; others for voting
 
 
 @dataclass(frozen=True)
@@ -29,3 +37,4 @@ class AskState:
     conflicts: tuple[Conflict, ...] = ()  # scope
     decision: GateDecision | None = None  # gate
     answer: Answer | None = None  # generate
+    draft: str | None = None  # generate: an answer text set by a treatment (checked, not generated)

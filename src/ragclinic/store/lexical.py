@@ -114,6 +114,10 @@ class TantivyIndex:
         result = searcher.search(query, k, count=False)
         return [(int(searcher.doc(addr)["rowid"][0]), float(score)) for score, addr in result.hits]
 
+    def doc_freq(self, token: str) -> int:
+        """Chunks containing the (analysed) token: 0 means the corpus never uses it."""
+        return int(self._index.searcher().doc_freq("body", token))
+
     def destroy(self) -> None:
         self._writer = None
         shutil.rmtree(self.folder, ignore_errors=True)

@@ -55,8 +55,10 @@ class Trace:
     final: dict[str, Any]  # the Answer's JSON
     parent_id: str = ""  # the trace this one re-ran, if any
     rerun_from: str = ""  # the layer the re-run started at
-    symptoms: tuple[dict[str, Any], ...] = ()
-    repairs: tuple[dict[str, Any], ...] = ()
+    symptoms: tuple[dict[str, Any], ...] = ()  # the doctor's findings (on the root trace of a round)
+    repairs: tuple[dict[str, Any], ...] = ()  # the doctor's treatments, accepted or not
+    request: dict[str, Any] = field(default_factory=dict)  # the AskRequest (with any treatment's changes)
+    doctor: dict[str, Any] = field(default_factory=dict)  # the doctor's outcome: answer kept, budget used
 
     def span(self, layer: str) -> Span | None:
         return next((s for s in self.spans if s.layer == layer), None)

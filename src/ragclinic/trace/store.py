@@ -33,12 +33,16 @@ def load_trace(db: Database, ref: str) -> Trace:
     return Trace.from_dict(json.loads(rows[0][1]))
 
 
-def list_traces(db: Database, limit: int = 20, round_id: str | None = None) -> list[dict[str, Any]]:
+def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, reruns: bool = False
+                ) -> list[dict[str, Any]]:
+    """Newest first. Re-runs (the doctor's and debugger's) only with ``reruns`` or within one round."""
     sql = "SELECT id, debug_round_id, parent_id, created, query, route FROM traces"
     args: list[Any] = []
     if round_id:
         sql += " WHERE debug_round_id = ?"
         args.append(round_id)
+    elif not reruns:
+        sql += " WHERE parent_id = ''"
     sql += " ORDER BY created DESC LIMIT ?"
     args.append(limit)
     cols = ("id", "debug_round_id", "parent_id", "created", "query", "route")

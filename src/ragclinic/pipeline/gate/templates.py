@@ -15,6 +15,12 @@ _TEXT = {
         "clarify": "The question has no terms I can search for: could you say more precisely what you are "
                    "asking about?",
         "false_premise": "The documents contradict the premise of the question.",
+        "refined": "The documents do not say more than this: {k} statement(s) the sources could not confirm were "
+                   "left out.",
+        "incomplete": "Note: the documents do not confirm every part of this answer; it may be incomplete.",
+        "quarantined": "Note: {k} retrieved passage(s) were set aside because they contained instructions to "
+                       "the assistant ({titles}).",
+        "prefer": "[{n}] is the {why} source.",
     },
     "zh": {
         "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
@@ -22,6 +28,10 @@ _TEXT = {
         "one_side": "无法根据文档进行这一比较：找到了关于{found}的证据，但没有关于{missing}的证据。",
         "clarify": "这个问题中没有可以检索的关键词：能否更具体地说明您想问的内容？",
         "false_premise": "文档内容与问题的前提相矛盾。",
+        "refined": "文档中没有提到更多内容：有{k}处无法由文档证实的说法已删去。",
+        "incomplete": "注意：文档没有证实这个回答的每一部分，回答可能不完整。",
+        "quarantined": "注意：有{k}个检索到的段落因包含针对助手的指令而被排除（{titles}）。",
+        "prefer": "[{n}]是{why}的来源。",
     },
 }
 

@@ -17,6 +17,9 @@ class GenerateInput:
     passages: tuple[Passage, ...]
     decision: GateDecision
     conflicts: tuple[Conflict, ...] = ()
+    sub_questions: tuple[str, ...] = ()  # answer each (a compound question, or readings of an ambiguous one)
+    show_relevance: bool = False  # show each passage's evidence score in the prompt
+    variant: int = 0  # prompt variant (0 = standard; the doctor's voting tries others)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ragclinic.text.lang import detect_language, is_cjk
 from ragclinic.text.support import content_terms, lexical_support
 from ragclinic.types import Claim, Passage
 
-_CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
+CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
 VIOLATION_PHRASES = (
     "as far as i know", "generally speaking", "in general,", "it is widely known", "from my knowledge",
     "based on my knowledge", "i believe", "typically,", "as an ai",
@@ -31,12 +31,12 @@ _SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages
 
 def declines(text: str) -> bool:
     """The answer only says that the documents do not contain the answer."""
-    bare = _CITE.sub("", text).strip()
+    bare = CITE.sub("", text).strip()
     return bool(bare) and bool(_SILENCE.search(bare)) and len(bare) < 160
 
 
 def parse_citations(text: str) -> list[int]:
-    return [int(n) for m in _CITE.finditer(text) for n in re.split(r"\s*[,，、]\s*", m.group(1))]
+    return [int(n) for m in CITE.finditer(text) for n in re.split(r"\s*[,，、]\s*", m.group(1))]
 
 
 def violations(text: str) -> list[str]:
@@ -48,7 +48,7 @@ def _sentences(text: str) -> list[str]:
     out = []
     for a, b in split_sentences(text, language=detect_language(text)):
         s = text[a:b].strip()
-        if s and _CITE.fullmatch(s.replace(" ", "")) and out:
+        if s and CITE.fullmatch(s.replace(" ", "")) and out:
             out[-1] += " " + s  # a citation split off as its own "sentence" belongs to the one before
         elif s:
             out.append(s)
@@ -69,7 +69,7 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
         out.append(answer[pos:at])
         pos = at + len(sent)
         bare = sent.strip()
-        if not _CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
+        if not CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
             score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
             if score >= threshold:
                 core = bare.rstrip(".。!！?？")
@@ -86,7 +86,7 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
     claims, judge_budget = [], settings.claim_judge_max if is_model_judge(judge) else 0
     for sent in _sentences(answer):
         cited = tuple(dict.fromkeys(parse_citations(sent)))
-        bare = _CITE.sub("", sent).strip()
+        bare = CITE.sub("", sent).strip()
         if not content_terms(bare) or _SILENCE.search(bare):
             continue
         if any(n not in by_n for n in cited):

@@ -31,25 +31,12 @@ class ExtractiveGenerator:
                 sent = " ".join(text[a:b].split())
                 if _is_statement(sent):
                     sentences.append((p, sent, content_terms(sent)))
-        q_terms = content_terms(inp.question)
-        # idf over the candidate sentences: a term every sentence shares (the topic) weighs little, the
-        # term that singles out the answer ("proxy") weighs most
-        idf = {t: math.log((len(sentences) + 1) / (0.5 + sum(t in terms for _, _, terms in sentences)))
-               for t in q_terms}
-        total = sum(idf.values()) or 1.0
-        candidates = []
-        for p, sent, terms in sentences:
-            score = sum(idf[t] for t in q_terms & terms) / total + 0.25 * p.support
-            if score > 0.25 * p.support:
-                candidates.append((score, p.n, sent))
-        candidates.sort(key=lambda c: (-c[0], c[1]))
-        chosen, seen = [], set()
-        for _, n, sent in candidates:
-            if sent not in seen:
-                chosen.append((n, sent))
-                seen.add(sent)
-            if len(chosen) >= self.max_sentences:
-                break
+        chosen: list[tuple[int, str]] = []
+        if inp.sub_questions:  # the best sentence for each part
+            for q in inp.sub_questions:
+                chosen += [c for c in _choose(q, sentences, 1, {s for _, s in chosen})]
+        else:
+            chosen = _choose(inp.question, sentences, self.max_sentences, set())
         parts = []
         if inp.decision.false_premise:
             parts.append(render("false_premise", inp.question))
@@ -63,6 +50,29 @@ class ExtractiveGenerator:
         if on_token:
             on_token(text)
         return Draft(text, "extractive")
+
+
+def _choose(question: str, sentences: list, k: int, seen: set[str]) -> list[tuple[int, str]]:
+    q_terms = content_terms(question)
+    # idf over the candidate sentences: a term every sentence shares (the topic) weighs little, the
+    # term that singles out the answer ("proxy") weighs most
+    idf = {t: math.log((len(sentences) + 1) / (0.5 + sum(t in terms for _, _, terms in sentences)))
+           for t in q_terms}
+    total = sum(idf.values()) or 1.0
+    candidates = []
+    for p, sent, terms in sentences:
+        score = sum(idf[t] for t in q_terms & terms) / total + 0.25 * p.support
+        if score > 0.25 * p.support:
+            candidates.append((score, p.n, sent))
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    chosen = []
+    for _, n, sent in candidates:
+        if sent not in seen:
+            chosen.append((n, sent))
+            seen = seen | {sent}
+        if len(chosen) >= k:
+            break
+    return chosen
 
 
 def _is_statement(sentence: str) -> bool:

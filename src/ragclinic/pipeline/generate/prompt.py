@@ -17,11 +17,23 @@ SYSTEM = (
 SYSTEM_ZH_HINT = "请用中文回答，并在每句话后注明出处编号，例如 [1]。如果段落中没有答案，只回答：文档中没有提到。"
 
 
+# Prompt variants the doctor's voting tries when an answer is weakly supported (0 is the standard prompt).
+VARIANTS = {
+    1: "Answer with the words of the passage that states the answer, and cite it.",
+    2: "Read the passages from the most relevant one. Answer briefly and cite the passage numbers.",
+}
+
+
 def build_messages(inp: GenerateInput) -> list[Message]:
     lines = [f"Question: {inp.question}", ""]
-    for p in inp.passages:
+    if inp.sub_questions:
+        lines[1:1] = ["Answer each part separately, citing passages for each:"] + [
+            f"({i}) {q}" for i, q in enumerate(inp.sub_questions, start=1)] + [""]
+    order = sorted(inp.passages, key=lambda p: -p.support) if inp.variant == 2 else inp.passages
+    for p in order:
         title = f" ({p.doc.title})" if p.doc.title else ""
-        lines += [f"Passage [{p.n}]{title}:", " ".join(p.chunk.text.split()), ""]
+        rel = f" relevance {p.support:.2f}" if inp.show_relevance else ""
+        lines += [f"Passage [{p.n}]{title}{rel}:", " ".join(p.chunk.text.split()), ""]
     notes = []
     for c in inp.conflicts:
         a, b = number_of(inp.passages, c.chunk_a), number_of(inp.passages, c.chunk_b)
@@ -32,7 +44,8 @@ def build_messages(inp: GenerateInput) -> list[Message]:
     if notes:
         lines += ["Notes:"] + [f"- {n}" for n in notes] + [""]
     lines += [f"Question: {inp.question}"]
-    system = SYSTEM + ("\n" + SYSTEM_ZH_HINT if _is_zh(inp.question) else "")
+    system = SYSTEM + (" " + VARIANTS[inp.variant] if inp.variant in VARIANTS else "")
+    system += "\n" + SYSTEM_ZH_HINT if _is_zh(inp.question) else ""
     return [Message("system", system), Message("user", "\n".join(lines))]
 
 

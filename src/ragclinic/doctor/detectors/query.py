@@ -1,0 +1,138 @@
+"""Query symptoms: ``ambiguous``, ``compound``, ``term_mismatch`` — rules over the question, the lexicon
+and the spread of its hits."""
+
+from __future__ import annotations
+
+import re
+
+from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom, clamp
+from ragclinic.text.analyzer import analyze
+from ragclinic.text.lang import detect_language
+from ragclinic.text.support import content_terms
+
+_PRONOUN_EN = re.compile(r"\b(it|its|this|that|these|those|they|them|their|he|him|his|she|her)\b", re.I)
+_PRONOUN_ZH = re.compile(r"(他们|她们|它们|他|她|它|这个|那个|该|此事|这件事)")
+_NAME = re.compile(r"\b[A-Z][\w-]+")
+_SPLIT_EN = re.compile(r"\?\s+|;\s+|,?\s+and\s+(?=(what|how|why|when|where|who|which|whom|whose|is|are|was|were|"
+                       r"does|do|did|can|could|should|will)\b)", re.I)
+_SPLIT_ZH = re.compile(r"[？?；;]\s*|，?(以及|另外|还有|同时)(?=[\u4e00-\u9fff])")
+
+
+def split_question(question: str) -> list[str]:
+    """Sub-questions (≤ 3) of a compound question; one item when it is a single question."""
+    zh = detect_language(question) == "zh"
+    pieces = [p for p in (_SPLIT_ZH if zh else _SPLIT_EN).split(question) if p and not
+              re.fullmatch(r"(以及|另外|还有|同时|what|how|why|when|where|who|which|whom|whose|is|are|was|were|"
+                           r"does|do|did|can|could|should|will)", p.strip(), re.I)]
+    parts = [p.strip(" ，,;；") for p in pieces if len(content_terms(p)) >= 1 and len(p.strip()) > 3]
+    if len(parts) < 2:
+        return [question]
+    topic = _topic_words(parts[0])
+    out = [parts[0]] + [p if len(content_terms(p)) >= 2 and not _refers_back(p) else
+                        f"{p.rstrip('?？')} ({topic})" for p in parts[1:]]
+    return [p if p.endswith(("?", "？")) else p + ("？" if zh else "?") for p in out[:3]]
+
+
+def _topic_words(text: str) -> str:
+    """The first sub-question's own content words (as written), to give a dangling follow-up its topic."""
+    if detect_language(text) == "zh":
+        chosen: list[str] = []
+        for t in sorted(content_terms(text), key=len, reverse=True):
+            if not any(t in c for c in chosen):
+                chosen.append(t)
+        return "".join(chosen[:2])
+    words = [w.strip("?,.;") for w in text.split()]
+    keep = [w for w in words if content_terms(w)]
+    return " ".join(keep[:3])
+
+
+def _refers_back(text: str) -> bool:
+    return bool(_PRONOUN_EN.search(text) or _PRONOUN_ZH.search(text))
+
+
+@DETECTORS.register("compound")
+class Compound:
+    name, layer, tier = "compound", "retrieve", "rules"
+
+    def detect(self, exam: Exam) -> Symptom | None:
+        parts = split_question(exam.question)
+        if len(parts) < 2:
+            return Symptom(self.name, 0.0, self.layer, "one question")
+        if exam.state.request.sub_questions:
+            return Symptom(self.name, 0.2, self.layer, f"answered as {len(exam.state.request.sub_questions)} "
+                                                       "sub-questions")
+        return Symptom(self.name, 0.8, self.layer, f"{len(parts)} sub-questions: " + " | ".join(parts),
+                       data={"parts": parts})
+
+
+@DETECTORS.register("ambiguous")
+class Ambiguous:
+    name, layer, tier = "ambiguous", "retrieve", "rules"
+
+    def detect(self, exam: Exam) -> Symptom | None:
+        q = exam.question
+        terms = content_terms(q)
+        if not terms:
+            return Symptom(self.name, 1.0, self.layer, "nothing to search for", data={"kind": "empty"})
+        pron = _PRONOUN_EN.search(q) or _PRONOUN_ZH.search(q)
+        names = [w for w in _NAME.findall(q)[1:]]
+        if pron and len(terms) <= 2 and not names:
+            return Symptom(self.name, 0.8, self.layer, f"“{pron.group()}” refers to nothing in the question",
+                           data={"kind": "reference", "word": pron.group()})
+        if exam.state.request.sub_questions:
+            return Symptom(self.name, 0.2, self.layer, "answered per reading")
+        senses = _senses(exam) if len(terms) <= 2 else []
+        if len(senses) >= 2:
+            titles = [s["title"] for s in senses]
+            return Symptom(self.name, 0.7, self.layer, "hits fall into separate senses: " + " | ".join(titles),
+                           data={"kind": "senses", "senses": senses})
+        if len(terms) == 1 and len(q.split()) <= 2 and detect_language(q) == "en":
+            return Symptom(self.name, 0.6, self.layer, f"a single term ({next(iter(terms))}) with no question",
+                           data={"kind": "short"})
+        return Symptom(self.name, 0.0, self.layer, "the question names what it asks about")
+
+
+def _senses(exam: Exam) -> list[dict]:
+    """Documents among the top passages whose vocabularies barely overlap beyond the query's own terms."""
+    q = content_terms(exam.question)
+    groups: dict[str, tuple] = {}
+    for p in exam.passages:
+        if p.chunk.doc_id not in groups:
+            groups[p.chunk.doc_id] = (p, content_terms(p.chunk.text) - q)
+    items = list(groups.values())
+    if len(items) < 2:
+        return []
+    best = max(p.support for p, _ in items)
+    strong = [(p, t) for p, t in items if p.support >= 0.5 * best and t]
+    senses: list[tuple] = []
+    for p, t in strong:
+        if all(len(t & t2) / len(t | t2) < 0.08 for _, t2 in senses):
+            senses.append((p, t))
+    out = []
+    for p, t in senses[:3]:
+        title = p.doc.title or p.chunk.section[-1] if p.chunk.section else p.doc.title or p.chunk.doc_id
+        out.append({"title": title, "doc_id": p.chunk.doc_id, "terms": sorted(t, key=len, reverse=True)[:3]})
+    return out if len(out) >= 2 else []
+
+
+@DETECTORS.register("term_mismatch")
+class TermMismatch:
+    name, layer, tier = "term_mismatch", "retrieve", "rules"
+
+    def detect(self, exam: Exam) -> Symptom | None:
+        lexical = exam.kb.lexical() if exam.kb is not None else None
+        if lexical is None:
+            return None
+        terms = [t for t in dict.fromkeys(analyze(exam.question)) if t in content_terms(exam.question)]
+        unknown = [t for t in terms if lexical.doc_freq(t) == 0]
+        dense = any(s.retriever == "dense" for h in exam.state.hits for s in h.sources)
+        if not unknown or not terms:
+            return Symptom(self.name, 0.0, self.layer, "every query term occurs in the corpus")
+        if exam.state.request.search_queries:
+            return Symptom(self.name, 0.2, self.layer, f"searched with {exam.state.request.search_queries[0]!r}")
+        share = len(unknown) / len(terms)
+        score = 0.5 + 0.5 * share if dense else 0.4 * share
+        return Symptom(self.name, clamp(score), self.layer,
+                       f"term(s) {', '.join(unknown)} never occur in the corpus"
+                       + ("; dense hits exist" if dense else "; no dense hits to learn the corpus's words from"),
+                       data={"unknown": unknown})

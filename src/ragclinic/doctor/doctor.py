@@ -1,0 +1,203 @@
+"""The doctor: perceive → route → treat → verify → accept, within a budget.
+
+``Doctor.ask`` runs the plain pipeline (the baseline answer), examines the run with the detectors (rules
+first; higher tiers only for unsure findings that could matter), and — unless the run is healthy — tries
+the router's changes through ``Pipeline.rerun`` from the layer each change feeds. A treated answer
+replaces the current one only when its verified confidence is higher and it shows no new symptom. Every
+symptom and treatment is written to the root trace (all re-runs share its debug_round_id).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in detectors)
+from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
+from ragclinic.doctor.router import plan
+from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
+from ragclinic.doctor.verify import judge_better, present, verified_confidence
+from ragclinic.models.judge import JUDGES, Judge
+from ragclinic.pipeline.gate.templates import language_of, render
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.pipeline.state import AskState
+from ragclinic.trace.model import Trace
+from ragclinic.trace.store import save_trace
+from ragclinic.types import Answer
+
+_GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
+
+
+@dataclass
+class Visit:
+    """One run of the pipeline as the doctor sees it."""
+
+    state: AskState
+    trace: Trace
+    symptoms: list[Symptom]
+    score: float
+
+    @property
+    def answer(self) -> Answer:
+        return self.state.answer
+
+
+@dataclass(frozen=True)
+class DoctorResult:
+    answer: Answer
+    initial: Answer
+    symptoms: tuple[dict[str, Any], ...]
+    repairs: tuple[dict[str, Any], ...]
+    trace: Trace  # the root trace (baseline run + the doctor's record)
+    summary: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The `ask --json` object: the answer's fields plus symptoms, repairs and the initial answer."""
+        return {**self.answer.to_json(), "trace_id": self.trace.id, "symptoms": list(self.symptoms),
+                "repairs": list(self.repairs), "initial_answer": self.initial.to_json(), "doctor": self.summary}
+
+
+class Doctor:
+    def __init__(self, pipeline: Pipeline, *, interactive: bool = False) -> None:
+        self.pipe = pipeline
+        self.settings = pipeline.settings
+        self.interactive = interactive
+
+    # ------------------------------------------------------------------ public
+    def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
+            rerank: bool | None = None, on_token=None) -> DoctorResult:
+        state, trace = self.pipe.ask(question, scope_pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+        return self.treat(state, trace)
+
+    def treat(self, state: AskState, trace: Trace) -> DoctorResult:
+        s = self.settings
+        budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds)
+        lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None else None
+        judge = self._judge(lm)
+        treated = Pipeline(self.pipe.kb, lm=lm, lm_flags=self.pipe.lm_flags, settings=s)
+        current = self._visit(state, trace, budget, judge)
+        initial, found = current, [dict(x.to_json(), round=0) for x in present(current.symptoms, s.doctor_threshold)]
+        repairs: list[dict[str, Any]] = []
+        tried: set[str] = set()
+        stop = "healthy" if not found else ""
+        for rnd in range(1, s.doctor_max_rounds + 1):
+            if stop:
+                break
+            exam = self._exam(current.state, current.trace, judge, budget, "rules")
+            exam.symptoms = present(current.symptoms, s.doctor_threshold)
+            steps = plan(exam.symptoms, exam, tried)
+            if not steps:
+                stop = "no treatment left for the symptoms"
+                break
+            terminal = [(sym, c) for sym, c in steps if c.terminal]
+            steps = terminal[:1] or steps[:s.doctor_candidates]
+            visits = []
+            for sym, change in steps:
+                tried.add(change.treatment)
+                if change.uses_model and lm is not None and not budget.can_call():
+                    repairs.append(self._record(rnd, sym, change, current, None, False, "budget exhausted"))
+                    stop = "budget"
+                    continue
+                try:
+                    st, tr = treated.rerun(current.trace, change.layer, change=change.apply)
+                except BudgetExceeded as e:
+                    repairs.append(self._record(rnd, sym, change, current, None, False, str(e)))
+                    stop = "budget"
+                    continue
+                visits.append((sym, change, self._visit(st, tr, budget, judge)))
+            best = max(visits, key=lambda t: t[2].score, default=None)
+            accepted = None
+            if best is not None:
+                sym, change, v = best
+                ok, why = judge_better(v.score, v.symptoms, current.score, current.symptoms, s.doctor_threshold,
+                                       s.doctor_accept_margin)
+                if change.terminal:
+                    ok, why = True, "interactive: the question goes back to the user"
+                accepted = (v, why) if ok else None
+            for sym, change, v in visits:
+                won = accepted is not None and v is accepted[0]
+                why = accepted[1] if won else (judge_better(v.score, v.symptoms, current.score, current.symptoms,
+                                                            s.doctor_threshold, s.doctor_accept_margin)[1])
+                repairs.append(self._record(rnd, sym, change, current, v, won, why))
+            if accepted is not None:
+                current = accepted[0]
+                found += [dict(x.to_json(), round=rnd) for x in present(current.symptoms, s.doctor_threshold)
+                          if x.name not in {f["name"] for f in found}]
+                if best[1].terminal or not present(current.symptoms, s.doctor_threshold):
+                    stop = "clarify" if best[1].terminal else "repaired"
+            if budget.out_of_time():
+                stop = stop or "budget"
+        answer = self._finish(current, repairs)
+        summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id,
+                   "initial_confidence": initial.score, "final_confidence": current.score, **budget.summary()}
+        root = replace(trace, symptoms=tuple(found), repairs=tuple(repairs), doctor=summary)
+        save_trace(self.pipe.kb.db, root)
+        return DoctorResult(replace(answer, trace_id=root.id), initial.answer, tuple(found), tuple(repairs), root,
+                            summary)
+
+    # ------------------------------------------------------------------ examination
+    def examine(self, state: AskState, trace: Trace, judge: Judge | None = None, budget: Budget | None = None
+                ) -> list[Symptom]:
+        """Every detector at the rules tier; unsure findings at or above ``doctor_escalate_floor`` are asked
+        again with the e5 tier, then the judge tier (while the budget allows)."""
+        s = self.settings
+        exam = self._exam(state, trace, judge, budget, "rules")
+        found: dict[str, Symptom] = {}
+        dets = {name: DETECTORS.create(name) for name in DETECTORS.names()}
+        for name, det in dets.items():
+            if (sym := det.detect(exam)) is not None:
+                found[name] = sym
+        for tier in TIERS[1:]:
+            exam.tier = tier
+            for name, sym in list(found.items()):
+                det = dets[name]
+                if sym.sure or sym.score < s.doctor_escalate_floor or TIERS.index(det.tier) < TIERS.index(tier):
+                    continue
+                if exam.allows(tier) and (again := det.detect(exam)) is not None:
+                    found[name] = again
+        return list(found.values())
+
+    def _visit(self, state: AskState, trace: Trace, budget: Budget, judge: Judge | None) -> Visit:
+        symptoms = self.examine(state, trace, judge, budget)
+        evidence = state.decision.evidence_score if state.decision else 0.0
+        return Visit(state, trace, symptoms,
+                     verified_confidence(state.answer, evidence, symptoms, self.settings.doctor_threshold))
+
+    def _exam(self, state, trace, judge, budget, tier) -> Exam:
+        return Exam(state, trace, self.pipe.kb, self.settings, judge, budget, tier, self.interactive)
+
+    def _judge(self, lm) -> Judge | None:
+        if lm is None or self.settings.judge == "lexical":
+            return None
+        return JUDGES.create(self.settings.judge, lm)
+
+    # ------------------------------------------------------------------ outcome
+    def _record(self, rnd: int, sym: Symptom, change, before: Visit, after: Visit | None, accepted: bool,
+                why: str) -> dict[str, Any]:
+        return {"round": rnd, "treatment": change.treatment, "symptom": sym.name, "layer": change.layer,
+                "change": change.describe, "accepted": accepted, "reason": why,
+                "before": _snapshot(before), "after": _snapshot(after) if after else None}
+
+    def _finish(self, current: Visit, repairs: list[dict[str, Any]]) -> Answer:
+        """Notes the user must see: quarantined passages, and what the budget could not repair."""
+        a, s, q = current.answer, self.settings, current.state.request.question
+        sep = "" if language_of(q) == "zh" else " "
+        flags, text = list(a.flags), a.text
+        quarantined = [e for e in current.state.excluded if e.rule == "quarantine"]
+        if quarantined and a.route != "clarify":
+            titles = ", ".join(dict.fromkeys(e.doc_id for e in quarantined))
+            text += sep + render("quarantined", q, k=str(len(quarantined)), titles=titles)
+            flags.append(f"quarantined: {len(quarantined)} passage(s) with instructions to the assistant")
+        weak = [x.name for x in present(current.symptoms, s.doctor_threshold) if x.name in _GENERATION]
+        if weak and a.route == "answer":
+            if s.doctor_weak_answer == "refuse":
+                return replace(a, text=render("no_evidence", q), route="refuse", refused=True, claims=(),
+                               citations=(), flags=tuple(flags + [f"doctor_refused: {', '.join(weak)}"]))
+            text += sep + render("incomplete", q)
+            flags.append(f"doctor_unrepaired: {', '.join(weak)}")
+        return replace(a, text=text, flags=tuple(flags))
+
+
+def _snapshot(v: Visit) -> dict[str, Any]:
+    return {"answer": v.answer.text, "route": v.answer.route, "confidence": v.score,
+            "symptoms": [x.name for x in v.symptoms if x.score >= 0.5], "trace_id": v.trace.id}

@@ -1,0 +1,34 @@
+"""The Treatment role: given a symptom, propose changes — each alters one thing of a run (the query, the
+retrieval parameters, the context, the answer) and names the layer that thing feeds, where the pipeline
+re-runs (``Pipeline.rerun``) with everything upstream taken from the trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.pipeline.state import AskState
+from ragclinic.registry import Registry
+
+
+@dataclass(frozen=True)
+class Change:
+    treatment: str
+    layer: str  # where the re-run starts: retrieve, scope, gate or generate
+    describe: str  # what changed, for the trace and the user
+    apply: Callable[[AskState], AskState]
+    uses_model: bool = True  # the re-run calls the language model (to generate or to judge)
+    terminal: bool = False  # the result is returned as is (the interactive clarify route)
+
+
+class Treatment(Protocol):
+    name: str
+
+    def propose(self, exam: Exam, symptom: Symptom) -> list[Change]:
+        """Changes worth trying for ``symptom`` (none when the treatment does not apply here)."""
+        ...
+
+
+TREATMENTS: Registry[Treatment] = Registry("treatment")

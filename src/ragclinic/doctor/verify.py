@@ -1,0 +1,54 @@
+"""Verified confidence: how much of an answer the evidence confirms, minus what still looks wrong.
+
+Answers: 0.6 × the share of claims confirmed (uncited-but-supported claims count half) + 0.4 × the gate's
+evidence score. Refusals: at most 0.4, scaled by how clearly evidence is absent — an honest refusal beats an
+unconfirmed answer, but not a confirmed one. Clarifications: 0.45. Each present symptom subtracts
+0.15 × its score (an injected instruction 0.6 ×: an answer steered by a passage is never "better").
+A treated answer replaces the current one only if its verified confidence is higher by ``margin`` and it
+shows no new symptom of the answer's faithfulness or safety (a new context symptom — the new context is
+noisier, say — is already priced into its confidence, so it does not veto a repair such as a quarantine).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ragclinic.doctor.symptoms import Symptom, clamp
+from ragclinic.types import Answer
+
+WEIGHTS = {"injected_instruction": 0.6}
+VETO = frozenset({"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "citation_error",
+                  "off_topic", "injected_instruction"})
+DEFAULT_WEIGHT = 0.15
+
+
+def present(symptoms: Sequence[Symptom], threshold: float) -> list[Symptom]:
+    return [s for s in symptoms if s.score >= threshold]
+
+
+def verified_confidence(answer: Answer, evidence: float, symptoms: Sequence[Symptom], threshold: float) -> float:
+    if answer.route == "answer":
+        claims = [c for c in answer.claims]
+        if claims:
+            ok = sum(1.0 if c.verdict == "supported" else 0.5 if c.verdict == "uncited" else 0.0
+                     for c in claims) / len(claims)
+        else:
+            ok = 0.3
+        base = 0.6 * ok + 0.4 * evidence
+    elif answer.route == "refuse":
+        base = 0.4 * (1 - evidence)
+    else:
+        base = 0.45
+    penalty = sum(WEIGHTS.get(s.name, DEFAULT_WEIGHT) * s.score for s in present(symptoms, threshold))
+    return round(clamp(base - min(penalty, 0.8)), 4)
+
+
+def judge_better(new_score: float, new_symptoms: Sequence[Symptom], old_score: float,
+                 old_symptoms: Sequence[Symptom], threshold: float, margin: float) -> tuple[bool, str]:
+    fresh = ({s.name for s in present(new_symptoms, threshold)} - {s.name for s in present(old_symptoms, threshold)}
+             ) & VETO
+    if fresh:
+        return False, f"new symptom(s): {', '.join(sorted(fresh))}"
+    if new_score > old_score + margin:
+        return True, f"verified confidence {old_score:.2f} → {new_score:.2f}"
+    return False, f"not better: {new_score:.2f} vs {old_score:.2f} (+{margin:.2f} needed)"
