@@ -123,10 +123,13 @@ def test_demo_json(runner, tmp_path, monkeypatch):
     pdf = next(d for d in data["documents"] if d["path"].endswith("rag-handbook.pdf"))
     assert pdf["hyphen_joins"] >= 1 and pdf["hyphens_kept"] >= 1 and pdf["tables"] == 1
     assert data["search"]["risk-free rate"]
-    answered, why, refused = data["answers"]
+    answered, why, refused, compound = data["answers"]
     assert answered["route"] == "answer" and "bill" in answered["answer"].lower() and answered["citations"]
     assert why["route"] == "answer" and why["citations"]
     assert refused["refused"] is True
+    assert "compound" in {s["name"] for s in compound["symptoms"]}
+    assert any(r["treatment"] == "decompose" and r["accepted"] for r in compound["repairs"])
+    assert "duration" in compound["answer"].lower() and "bill" in compound["answer"].lower()
 
 
 def test_help_lists_commands(runner):

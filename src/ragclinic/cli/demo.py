@@ -19,7 +19,9 @@ from ragclinic.text.analyzer import analyze
 
 QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
 QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "知识库为每个段落建立了哪些索引？",
-             "What is the boiling point of mercury?")  # the last one is not in the corpus: it is refused
+             "What is the boiling point of mercury?",  # not in the corpus: it is refused
+             "What is duration and what is usually used as a proxy for the risk-free rate?")  # compound: the doctor
+                                                                                            # splits it
 
 
 @app.command("demo")
@@ -33,7 +35,7 @@ def demo(
     json_out: bool = JsonOption,
 ) -> None:
     """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese), ingest it, and ask
-    three sample questions (one the corpus cannot answer)."""
+    four sample questions (one the corpus cannot answer, one compound question the doctor repairs)."""
     paths = write_demo_corpus(folder)
     settings = Settings.load(kb or folder / ".ragclinic", llm=llm)
     base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
@@ -61,7 +63,8 @@ def demo(
 
 
 def _ask(base: KnowledgeBase, quiet: bool) -> list[dict]:
-    from ragclinic.cli.ask import print_sources
+    from ragclinic.cli.ask import print_repairs, print_sources
+    from ragclinic.doctor import Doctor
     from ragclinic.pipeline.runner import Pipeline, load_language_model
 
     lm, flags = load_language_model(base.settings, None if quiet else
@@ -72,11 +75,14 @@ def _ask(base: KnowledgeBase, quiet: bool) -> list[dict]:
         if not quiet:
             out.print(f"\n[bold]ask[/] {escape(q)}")
         stream = None if quiet else (lambda piece: out.file.write(piece) or out.file.flush())
-        state, _ = pipe.ask(q, on_token=stream)
+        result = Doctor(pipe).ask(q, on_token=stream)
         if not quiet:
             out.print()
-            print_sources(state.answer)
-        answers.append({"question": q, **state.answer.to_json()})
+            if result.answer.text != result.initial.text:
+                out.print(f"[bold]repaired answer:[/] {escape(result.answer.text)}", highlight=False)
+            print_sources(result.answer)
+            print_repairs(result)
+        answers.append({"question": q, **result.to_json()})
     return answers
 
 

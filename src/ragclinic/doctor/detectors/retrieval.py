@@ -49,7 +49,8 @@ class NoisyContext:
             return None  # the context only matters to an answer
         if len(ps) < 3:
             return Symptom(self.name, 0.0, self.layer, f"{len(ps)} passage(s): too few to be noisy")
-        cov = [coverage(exam.question, p.chunk.text) for p in ps]
+        asked = (exam.question,) + exam.state.request.sub_questions  # a passage may serve one sub-question
+        cov = [max(coverage(q, p.chunk.text) for q in asked) for p in ps]
         top = max(cov)
         if top == 0:
             return Symptom(self.name, 0.0, self.layer, "no passage shares a word with the question")

@@ -32,9 +32,10 @@ class ExtractiveGenerator:
                 if _is_statement(sent):
                     sentences.append((p, sent, content_terms(sent)))
         chosen: list[tuple[int, str]] = []
-        if inp.sub_questions:  # the best sentence for each part
+        if inp.sub_questions:  # the best sentences for each part (two each for up to two parts)
+            per = self.max_sentences if len(inp.sub_questions) <= 2 else 1
             for q in inp.sub_questions:
-                chosen += [c for c in _choose(q, sentences, 1, {s for _, s in chosen})]
+                chosen += _choose(q, sentences, per, {s for _, s in chosen})
         else:
             chosen = _choose(inp.question, sentences, self.max_sentences, set())
         parts = []

@@ -11,6 +11,7 @@ passages stay in the context, marked; nothing is dropped.
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -71,10 +72,33 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
                 kind = "number"
             elif va["entity"] and vb["entity"] and va["entity"].isdisjoint(vb["entity"]) and _same_frame(sa, sb, va, vb):
                 kind = "entity"
+            elif (swap := _swapped_span(sa, sb, question)) is not None:
+                kind = "entity"
+                va, vb = {**va, "entity": {swap[0]}}, {**vb, "entity": {swap[1]}}
             if kind:
                 out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(va[kind])), tuple(sorted(vb[kind])),
                                     sa.strip(), sb.strip()))
     return out
+
+
+def _swapped_span(sa: str, sb: str, question: str) -> tuple[str, str] | None:
+    """Near-identical sentences (≥ 85% of characters shared) that differ in one short span — a name, a
+    place, a number without a unit, in any language ("主办国俄罗斯" vs "主办国葡萄牙")."""
+    a, b = unicodedata.normalize("NFKC", sa.strip()), unicodedata.normalize("NFKC", sb.strip())
+    if a == b or min(len(a), len(b)) < 8:
+        return None
+    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if sm.ratio() < 0.85:
+        return None
+    diffs = [(a[i1:i2], b[j1:j2]) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
+    if len(diffs) != 1:
+        return None
+    x, y = (d.strip(" ,，") for d in diffs[0])
+    if not x or not y or len(x) > 16 or len(y) > 16 or x in question or y in question:
+        return None
+    if not (content_terms(x) or re.search(r"\d", x)) or not (content_terms(y) or re.search(r"\d", y)):
+        return None
+    return x, y
 
 
 def _same_frame(sa: str, sb: str, va: dict[str, set[str]], vb: dict[str, set[str]]) -> bool:
