@@ -70,70 +70,26 @@ class Doctor:
         return self.treat(state, trace)
 
     def treat(self, state: AskState, trace: Trace) -> DoctorResult:
+        """Examine a finished run and repair it round by round; the root trace records everything."""
         s = self.settings
         budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds)
         lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None else None
-        judge = self._judge(lm)
-        treated = Pipeline(self.pipe.kb, lm=lm, lm_flags=self.pipe.lm_flags, settings=s)
-        current = self._visit(state, trace, budget, judge)
-        initial, found = current, [dict(x.to_json(), round=0) for x in present(current.symptoms, s.doctor_threshold)]
-        repairs: list[dict[str, Any]] = []
-        tried: set[str] = set()
-        stop = "healthy" if not found else ""
+        sess = _Session(self, budget, lm, self._judge(lm))
+        sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
+        sess.note_symptoms(0)
+        stop = "healthy" if not sess.found else ""
         for rnd in range(1, s.doctor_max_rounds + 1):
             if stop:
                 break
-            exam = self._exam(current.state, current.trace, judge, budget, "rules")
-            exam.symptoms = present(current.symptoms, s.doctor_threshold)
-            steps = plan(exam.symptoms, exam, tried)
-            if not steps:
-                stop = "no treatment left for the symptoms"
-                break
-            terminal = [(sym, c) for sym, c in steps if c.terminal]
-            steps = terminal[:1] or steps[:s.doctor_candidates]
-            visits = []
-            for sym, change in steps:
-                tried.add(change.treatment)
-                if change.uses_model and lm is not None and not budget.can_call():
-                    repairs.append(self._record(rnd, sym, change, current, None, False, "budget exhausted"))
-                    stop = "budget"
-                    continue
-                try:
-                    st, tr = treated.rerun(current.trace, change.layer, change=change.apply)
-                except BudgetExceeded as e:
-                    repairs.append(self._record(rnd, sym, change, current, None, False, str(e)))
-                    stop = "budget"
-                    continue
-                visits.append((sym, change, self._visit(st, tr, budget, judge)))
-            best = max(visits, key=lambda t: t[2].score, default=None)
-            accepted = None
-            if best is not None:
-                sym, change, v = best
-                ok, why = judge_better(v.score, v.symptoms, current.score, current.symptoms, s.doctor_threshold,
-                                       s.doctor_accept_margin)
-                if change.terminal:
-                    ok, why = True, "interactive: the question goes back to the user"
-                accepted = (v, why) if ok else None
-            for sym, change, v in visits:
-                won = accepted is not None and v is accepted[0]
-                why = accepted[1] if won else (judge_better(v.score, v.symptoms, current.score, current.symptoms,
-                                                            s.doctor_threshold, s.doctor_accept_margin)[1])
-                repairs.append(self._record(rnd, sym, change, current, v, won, why))
-            if accepted is not None:
-                current = accepted[0]
-                found += [dict(x.to_json(), round=rnd) for x in present(current.symptoms, s.doctor_threshold)
-                          if x.name not in {f["name"] for f in found}]
-                if best[1].terminal or not present(current.symptoms, s.doctor_threshold):
-                    stop = "clarify" if best[1].terminal else "repaired"
-            if budget.out_of_time():
-                stop = stop or "budget"
-        answer = self._finish(current, repairs)
+            stop = sess.round(rnd)
+        current = sess.current
+        answer = self._finish(current)
         summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id,
-                   "initial_confidence": initial.score, "final_confidence": current.score, **budget.summary()}
-        root = replace(trace, symptoms=tuple(found), repairs=tuple(repairs), doctor=summary)
+                   "initial_confidence": sess.initial.score, "final_confidence": current.score, **budget.summary()}
+        root = replace(trace, symptoms=tuple(sess.found), repairs=tuple(sess.repairs), doctor=summary)
         save_trace(self.pipe.kb.db, root)
-        return DoctorResult(replace(answer, trace_id=root.id), initial.answer, tuple(found), tuple(repairs), root,
-                            summary)
+        return DoctorResult(replace(answer, trace_id=root.id), sess.initial.answer, tuple(sess.found),
+                            tuple(sess.repairs), root, summary)
 
     # ------------------------------------------------------------------ examination
     def examine(self, state: AskState, trace: Trace, judge: Judge | None = None, budget: Budget | None = None
@@ -172,13 +128,7 @@ class Doctor:
         return JUDGES.create(self.settings.judge, lm)
 
     # ------------------------------------------------------------------ outcome
-    def _record(self, rnd: int, sym: Symptom, change, before: Visit, after: Visit | None, accepted: bool,
-                why: str) -> dict[str, Any]:
-        return {"round": rnd, "treatment": change.treatment, "symptom": sym.name, "layer": change.layer,
-                "change": change.describe, "accepted": accepted, "reason": why,
-                "before": _snapshot(before), "after": _snapshot(after) if after else None}
-
-    def _finish(self, current: Visit, repairs: list[dict[str, Any]]) -> Answer:
+    def _finish(self, current: Visit) -> Answer:
         """Notes the user must see: quarantined passages, and what the budget could not repair."""
         a, s, q = current.answer, self.settings, current.state.request.question
         sep = "" if language_of(q) == "zh" else " "
@@ -198,6 +148,88 @@ class Doctor:
         return replace(a, text=text, flags=tuple(flags))
 
 
-def _snapshot(v: Visit) -> dict[str, Any]:
+class _Session:
+    """One query's repair rounds: the current best run, what was found and tried, the budget."""
+
+    def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None) -> None:
+        self.doctor, self.s, self.budget, self.lm, self.judge = doctor, doctor.settings, budget, lm, judge
+        self.pipe = Pipeline(doctor.pipe.kb, lm=lm, lm_flags=doctor.pipe.lm_flags, settings=doctor.settings)
+        self.initial: Visit | None = None
+        self.current: Visit | None = None
+        self.found: list[dict[str, Any]] = []
+        self.repairs: list[dict[str, Any]] = []
+        self.tried: set[str] = set()
+
+    def note_symptoms(self, rnd: int) -> None:
+        seen = {f["name"] for f in self.found}
+        self.found += [dict(x.to_json(), round=rnd) for x in present(self.current.symptoms, self.s.doctor_threshold)
+                       if x.name not in seen]
+
+    def round(self, rnd: int) -> str:
+        """Run up to ``doctor_candidates`` changes; keep the best if it beats the current run. Returns why to
+        stop ('' to go on)."""
+        exam = self.doctor._exam(self.current.state, self.current.trace, self.judge, self.budget, "rules")
+        exam.symptoms = present(self.current.symptoms, self.s.doctor_threshold)
+        steps = plan(exam.symptoms, exam, self.tried)
+        if not steps:
+            return "no treatment left for the symptoms"
+        terminal = [(sym, c) for sym, c in steps if c.terminal]
+        visits, stop = [], ""
+        for sym, change in terminal[:1] or steps[:self.s.doctor_candidates]:
+            self.tried.add(change.treatment)
+            visit, why = self._try(change)
+            if visit is None:
+                self.repairs.append(_record(rnd, sym, change, self.current, None, False, why))
+                stop = "budget"
+            else:
+                visits.append((sym, change, visit))
+        winner = self._choose(visits)
+        for sym, change, v in visits:
+            won = winner is not None and v is winner[0]
+            why = winner[1] if won else self._verdict(v)[1]
+            self.repairs.append(_record(rnd, sym, change, self.current, v, won, why))
+        if winner is not None:
+            self.current = winner[0]
+            self.note_symptoms(rnd)
+            if winner[2]:
+                return "clarify"
+            if not present(self.current.symptoms, self.s.doctor_threshold):
+                return "repaired"
+        return stop or ("budget" if self.budget.out_of_time() else "")
+
+    def _try(self, change) -> tuple[Visit | None, str]:
+        if self.budget.out_of_time() or (change.uses_model and self.lm is not None and not self.budget.can_call()):
+            return None, "budget exhausted before the treatment"
+        try:
+            st, tr = self.pipe.rerun(self.current.trace, change.layer, change=change.apply)
+        except BudgetExceeded as e:
+            return None, str(e)
+        return self.doctor._visit(st, tr, self.budget, self.judge), ""
+
+    def _verdict(self, v: Visit) -> tuple[bool, str]:
+        c = self.current
+        return judge_better(v.score, v.symptoms, c.score, c.symptoms, self.s.doctor_threshold,
+                            self.s.doctor_accept_margin)
+
+    def _choose(self, visits) -> tuple[Visit, str, bool] | None:
+        """The best candidate, if it is accepted: (visit, why, terminal)."""
+        best = max(visits, key=lambda t: t[2].score, default=None)
+        if best is None:
+            return None
+        _, change, v = best
+        if change.terminal:
+            return v, "interactive: the question goes back to the user", True
+        ok, why = self._verdict(v)
+        return (v, why, False) if ok else None
+
+
+def _record(rnd: int, sym: Symptom, change, before: Visit, after: Visit | None, accepted: bool,
+            why: str) -> dict[str, Any]:
+    return {"round": rnd, "treatment": change.treatment, "symptom": sym.name, "layer": change.layer,
+            "change": change.describe, "accepted": accepted, "reason": why,
+            "before": _snapshot(before), "after": _snapshot(after) if after else None}
+
+
+def _snapshot(v: Visit, threshold: float = 0.5) -> dict[str, Any]:
     return {"answer": v.answer.text, "route": v.answer.route, "confidence": v.score,
-            "symptoms": [x.name for x in v.symptoms if x.score >= 0.5], "trace_id": v.trace.id}
+            "symptoms": [x.name for x in v.symptoms if x.score >= threshold], "trace_id": v.trace.id}
