@@ -10,6 +10,7 @@ symptom and treatment is written to the root trace (all re-runs share its debug_
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in detectors)
@@ -109,7 +110,13 @@ class Doctor:
                 det = dets[name]
                 if sym.sure or sym.score < s.doctor_escalate_floor or TIERS.index(det.tier) < TIERS.index(tier):
                     continue
-                if exam.allows(tier) and (again := det.detect(exam)) is not None:
+                if not exam.allows(tier):
+                    continue
+                try:
+                    again = det.detect(exam)
+                except BudgetExceeded:
+                    continue  # the budget ended mid-escalation: the cheaper tier's finding stands
+                if again is not None:
                     found[name] = again
         return list(found.values())
 
@@ -135,9 +142,14 @@ class Doctor:
         flags, text = list(a.flags), a.text
         quarantined = [e for e in current.state.excluded if e.rule == "quarantine"]
         if quarantined and a.route != "clarify":
-            titles = ", ".join(dict.fromkeys(e.doc_id for e in quarantined))
+            docs = self.pipe.kb.db.doc_infos([e.doc_id for e in quarantined])
+            titles = ", ".join(dict.fromkeys(_doc_name(docs.get(e.doc_id), e.doc_id) for e in quarantined))
             text += sep + render("quarantined", q, k=str(len(quarantined)), titles=titles)
             flags.append(f"quarantined: {len(quarantined)} passage(s) with instructions to the assistant")
+        injected = [x for x in present(current.symptoms, s.doctor_threshold) if x.name == "injected_instruction"]
+        if injected and a.route == "answer":  # no repair beat it: the user must know what the answer rests on
+            text += sep + render("injected", q, evidence=injected[0].evidence)
+            flags.append(f"injected_instruction: {injected[0].evidence[:80]}")
         weak = [x.name for x in present(current.symptoms, s.doctor_threshold) if x.name in _GENERATION]
         if weak and a.route == "answer":
             if s.doctor_weak_answer == "refuse":
@@ -179,7 +191,7 @@ class _Session:
             self.tried.add(change.treatment)
             visit, why = self._try(change)
             if visit is None:
-                self.repairs.append(_record(rnd, sym, change, self.current, None, False, why))
+                self.repairs.append(_record(rnd, sym, change, self.current, None, False, why, self.s.doctor_threshold))
                 stop = "budget"
             else:
                 visits.append((sym, change, visit))
@@ -187,7 +199,7 @@ class _Session:
         for sym, change, v in visits:
             won = winner is not None and v is winner[0]
             why = winner[1] if won else self._verdict(v)[1]
-            self.repairs.append(_record(rnd, sym, change, self.current, v, won, why))
+            self.repairs.append(_record(rnd, sym, change, self.current, v, won, why, self.s.doctor_threshold))
         if winner is not None:
             self.current = winner[0]
             self.note_symptoms(rnd)
@@ -223,13 +235,19 @@ class _Session:
         return (v, why, False) if ok else None
 
 
+def _doc_name(doc, fallback: str) -> str:
+    if doc is None:
+        return fallback
+    return doc.title or Path(doc.path).name or fallback
+
+
 def _record(rnd: int, sym: Symptom, change, before: Visit, after: Visit | None, accepted: bool,
-            why: str) -> dict[str, Any]:
+            why: str, threshold: float) -> dict[str, Any]:
     return {"round": rnd, "treatment": change.treatment, "symptom": sym.name, "layer": change.layer,
             "change": change.describe, "accepted": accepted, "reason": why,
-            "before": _snapshot(before), "after": _snapshot(after) if after else None}
+            "before": _snapshot(before, threshold), "after": _snapshot(after, threshold) if after else None}
 
 
-def _snapshot(v: Visit, threshold: float = 0.5) -> dict[str, Any]:
+def _snapshot(v: Visit, threshold: float) -> dict[str, Any]:
     return {"answer": v.answer.text, "route": v.answer.route, "confidence": v.score,
             "symptoms": [x.name for x in v.symptoms if x.score >= threshold], "trace_id": v.trace.id}

@@ -3,7 +3,8 @@
 Answers: 0.6 × the share of claims confirmed (uncited-but-supported claims count half) + 0.4 × the gate's
 evidence score. Refusals: at most 0.4, scaled by how clearly evidence is absent — an honest refusal beats an
 unconfirmed answer, but not a confirmed one. Clarifications: 0.45. Each present symptom subtracts
-0.15 × its score (an injected instruction 0.6 ×: an answer steered by a passage is never "better").
+0.15 × its score (an injected instruction 1.0 ×: an answer built on a passage that instructs the model is
+worth less than an honest refusal).
 A treated answer replaces the current one only if its verified confidence is higher by ``margin`` and it
 shows no new symptom of the answer's faithfulness or safety (a new context symptom — the new context is
 noisier, say — is already priced into its confidence, so it does not veto a repair such as a quarantine).
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from ragclinic.doctor.symptoms import Symptom, clamp
 from ragclinic.types import Answer
 
-WEIGHTS = {"injected_instruction": 0.6}
+WEIGHTS = {"injected_instruction": 1.0}
 VETO = frozenset({"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "citation_error",
                   "off_topic", "injected_instruction"})
 DEFAULT_WEIGHT = 0.15

@@ -19,7 +19,8 @@ _QUESTION_WORDS = frozenset(
     "这 那 一个 请问 请 告诉 我 你 们 之 其 被 把 对 从 到 也 都 就 而 并 还 会 能 可以 要 "
     "mani much mani long often whose tell give explain describe list name pleas know".split()
 )
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
+# Not preceded by a Latin letter, digit or point (a Chinese character may precede: "支付3%的利息").
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
 
 
 @lru_cache(maxsize=4096)

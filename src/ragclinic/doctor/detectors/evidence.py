@@ -20,7 +20,7 @@ class ConflictingEvidence:
         answer = exam.answer.text if exam.answer else ""
         stated = any(v in answer for v in c.values_a) and any(v in answer for v in c.values_b)
         if stated:
-            return Symptom(self.name, 0.6, self.layer, ev + "; the answer states both values")
+            return Symptom(self.name, 0.3, self.layer, ev + "; the answer states both values")
         return Symptom(self.name, 0.9, self.layer, ev + "; the answer does not state both values",
                        data={"conflicts": len(conflicts)})
 

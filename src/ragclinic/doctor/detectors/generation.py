@@ -33,8 +33,8 @@ class UnsupportedClaim:
         if not _answered(exam):
             return None
         by_n, worst, sure_all, bad = _by_n(exam), None, True, []
-        judge = exam.judge if exam.allows("model") else None
         for c in exam.answer.claims:
+            judge = exam.judge if exam.allows("model") else None  # re-checked per claim: each call costs budget
             if c.verdict == "invalid_citation":
                 continue  # citation_error's business
             if c.verdict == "supported" and c.checked_by != "lexical":

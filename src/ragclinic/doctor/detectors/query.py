@@ -33,7 +33,7 @@ def split_question(question: str) -> list[str]:
     if len(parts) < 2 or not all(asks.search(p) for p in parts):
         return [question]
     topic = _topic_words(parts[0])
-    out = [parts[0]] + [p if len(content_terms(p)) >= 2 and not _refers_back(p) else
+    out = [parts[0]] + [p if content_terms(p) and not _refers_back(p) else
                         f"{p.rstrip('?？')} ({topic})" for p in parts[1:]]
     return [p if p.endswith(("?", "？")) else p + ("？" if zh else "?") for p in out[:3]]
 
@@ -120,6 +120,11 @@ def _senses(exam: Exam) -> list[dict]:
     return out if len(out) >= 2 else []
 
 
+# Words a question uses to frame what it asks (stems): a corpus need not contain them.
+_GENERIC = frozenset("differ between compar versus vs among relat exampl mean defin type kind way use "
+                     "main import effect caus reason result happen".split())
+
+
 @DETECTORS.register("term_mismatch")
 class TermMismatch:
     name, layer, tier = "term_mismatch", "retrieve", "rules"
@@ -128,7 +133,8 @@ class TermMismatch:
         lexical = exam.kb.lexical() if exam.kb is not None else None
         if lexical is None:
             return None
-        terms = [t for t in dict.fromkeys(analyze(exam.question)) if t in content_terms(exam.question)]
+        terms = [t for t in dict.fromkeys(analyze(exam.question)) if t in content_terms(exam.question)
+                 and t not in _GENERIC]
         unknown = [t for t in terms if lexical.doc_freq(t) == 0]
         dense = any(s.retriever == "dense" for h in exam.state.hits for s in h.sources)
         if not unknown or not terms:

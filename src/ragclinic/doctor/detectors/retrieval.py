@@ -12,6 +12,7 @@ from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom, clamp
 from ragclinic.pipeline.gate.evidence import comparison_sides, decisive, threshold
 from ragclinic.text.support import content_terms, coverage, numbers
 
+_ZH_ASKING = re.compile(r"多|几|哪|什么|怎|一次|如何|是否")  # 多久, 几次, 哪年 ... ask, they are not aspects
 _NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w-]+")
 
 
@@ -96,7 +97,8 @@ def aspects(question: str) -> list[str]:
         return list(sides)
     out = [w for w in _NAME.findall(question) if len(w) > 1]
     out += sorted(numbers(question))
-    out += [t for t in content_terms(question) if len(t) >= 2 and re.match(r"[\u4e00-\u9fff]", t)]
+    out += [t for t in content_terms(question) if len(t) >= 2 and re.match(r"[\u4e00-\u9fff]", t)
+            and not _ZH_ASKING.search(t)]
     return list(dict.fromkeys(out))
 
 

@@ -12,8 +12,9 @@ import re
 from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom
 
 _PATTERNS = [re.compile(p, re.I) for p in (
-    r"\b(ignore|disregard|forget|override)\b[^.\n]{0,30}\b(previous|prior|above|earlier|all|any|your)\b[^.\n]{0,20}"
-    r"\b(instructions?|prompts?|directions?|rules|context)",
+    r"\b(ignore|disregard|forget|override)\s+((all|any|the|your|of|these|those|my)\s+){0,3}(previous|prior|above|earlier|"
+    r"preceding|foregoing|system|original)\s+(instructions?|prompts?|directions?|rules|context|messages?)",
+    r"\b(ignore|disregard|forget)\s+(everything|all)\s+(above|before|previously)",
     r"\byou are now\b", r"\bfrom now on,? you\b", r"\bnew (system )?instructions?\s*:", r"\bsystem prompt\b",
     r"\b(assistant|chatbot|language model|AI)\b[^.\n]{0,25}\b(must|should|will) (now )?(say|answer|reply|respond|"
     r"tell|output)", r"\b(respond|answer|reply) only with\b", r"\bdo not (tell|inform|reveal to) the user\b",

@@ -24,9 +24,16 @@ VIOLATION_PHRASES = (
     "based on my knowledge", "i believe", "typically,", "as an ai",
     "据我所知", "通常来说", "一般来说", "众所周知", "根据我的了解", "我认为",
 )
+# Sentences that are not claims about the topic: "the documents do not say", premise corrections, and the
+# doctor's note naming the preferred source of a conflict.
 _SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages? (do|does) not (say|mention|contain)"
-                      r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档|sources disagree"
-                      r"|文档之间存在分歧|contradict the premise|与问题的前提相矛盾)", re.I)
+                      r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档"
+                      r"|contradict the premise|与问题的前提相矛盾"
+                      r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源)",
+                      re.I)
+# A conflict statement ("The sources disagree: A [1]; but B [2].") is two claims, one per side.
+_CONFLICT = re.compile(r"^\s*(the sources disagree:|文档之间存在分歧：)\s*", re.I)
+_SIDE = re.compile(r"[;；]\s*(but|而)?\s*", re.I)
 
 
 def declines(text: str) -> bool:
@@ -81,10 +88,20 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
     return "".join(out), added
 
 
+def _claim_sentences(answer: str) -> list[str]:
+    out = []
+    for sent in _sentences(answer):
+        if _CONFLICT.match(sent):
+            out += [part for part in _SIDE.split(_CONFLICT.sub("", sent)) if part and not re.fullmatch(r"but|而", part, re.I)]
+        else:
+            out.append(sent)
+    return out
+
+
 def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, settings) -> list[Claim]:
     by_n = {p.n: p for p in passages}
     claims, judge_budget = [], settings.claim_judge_max if is_model_judge(judge) else 0
-    for sent in _sentences(answer):
+    for sent in _claim_sentences(answer):
         cited = tuple(dict.fromkeys(parse_citations(sent)))
         bare = CITE.sub("", sent).strip()
         if not content_terms(bare) or _SILENCE.search(bare):
