@@ -92,24 +92,29 @@ def main() -> None:
         it["p_support"] = cache.get(f"{it['pair']}:{it['unsupported']}")
 
     def predict(it, t):
+        """As claim_risk: the judge may flag a word-covered claim (P ≤ flag) or clear a doubtful one (P ≥ clear)."""
+        flag, clear = t
         if it["rule_sure"] or it["p_support"] is None:
             return int(it["rule_score"] >= 0.5)
-        return int(it["p_support"] < t)
+        if it["rule_score"] >= 0.5:
+            return int(it["p_support"] < clear)
+        return int(it["p_support"] <= flag)
 
     a = [it for it in data if it["half"] == "A"]
     b = [it for it in data if it["half"] == "B"]
-    grid = [round(x * 0.01, 2) for x in range(1, 100)]
+    grid = [(f / 100, c / 100) for f in range(0, 101, 2) for c in range(0, 103, 2)]
     ba = lambda rows, t: metrics([predict(i, t) for i in rows], [i["unsupported"] for i in rows])["balanced_accuracy"]
-    t_best = max(grid, key=lambda t: (ba(a, t), -abs(t - 0.5))) if args.llm != "none" else 0.5
+    # ties: the least judge influence (flag low, clear high)
+    t_best = max(grid, key=lambda t: (ba(a, t), -t[0], t[1])) if args.llm != "none" else (0.0, 1.02)
     judged = [i for i in b if i["p_support"] is not None]
     rules_only = metrics([int(i["rule_score"] >= 0.5) for i in b], [i["unsupported"] for i in b])
     report = {
-        "pairs": args.pairs, "llm": args.llm, "threshold_from_half_A": t_best,
+        "pairs": args.pairs, "llm": args.llm, "thresholds_from_half_A (flag, clear)": t_best,
         "half_A_balanced_accuracy": ba(a, t_best),
         "half_B": metrics([predict(i, t_best) for i in b], [i["unsupported"] for i in b]),
-        "half_B_rules_only (unsure → supported)": rules_only,
-        "half_B_judge_alone_on_unsure_items": metrics([int(i["p_support"] < t_best) for i in judged],
-                                                      [i["unsupported"] for i in judged]) if judged else None,
+        "half_B_rules_only (rule score ≥ 0.5)": rules_only,
+        "half_B_judge_alone_on_unsure_items (P < 0.5)": metrics([int(i["p_support"] < 0.5) for i in judged],
+                                                                [i["unsupported"] for i in judged]) if judged else None,
         "share_sent_to_judge": round(sum(not i["rule_sure"] for i in data) / len(data), 3),
         "seconds_per_judged_item": round(judged_s / judged_n, 2) if judged_n else None,
     }

@@ -31,6 +31,14 @@ def fake_lm():
     return ScriptedLanguageModel([REPLY], yes_prob=_judge_prob)
 
 
+@pytest.fixture(autouse=True)
+def calibrated_fake(monkeypatch):
+    """Treat the scripted model as a calibrated judge, so the doctor's judge tier spends budget."""
+    from ragclinic.doctor.detectors import faithfulness
+
+    monkeypatch.setitem(faithfulness.CALIBRATED_SUPPORT, "fake-scripted", (0.36, 0.5))
+
+
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
     kb = build_kb(tmp_path_factory.mktemp("budget"), BOND_DOCS)

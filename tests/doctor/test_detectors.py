@@ -11,6 +11,7 @@ from helpers import BOND_DOCS, build_kb
 from ragclinic.doctor import Doctor
 from ragclinic.doctor import detectors  # noqa: F401  (registers the detectors)
 from ragclinic.doctor.budget import Budget
+from ragclinic.doctor.detectors import faithfulness
 from ragclinic.doctor.detectors.faithfulness import claim_risk, rule_risk
 from ragclinic.doctor.detectors.query import split_question
 from ragclinic.doctor.detectors.safety import find_injection
@@ -483,10 +484,30 @@ def test_claim_risk_escalates_only_when_rules_are_unsure():
     sure = FakeJudge(0.99)
     r = claim_risk("The risk-free rate is 12 percent.", [RFR], judge=sure)
     assert r.tier == "rules" and r.score >= 0.9 and sure.calls == []
-    # calibrated threshold for the "local" backend is 0.5: P(yes) = 0.5 sits at risk 0.5
-    assert claim_risk(covered, [RFR], judge=FakeJudge(0.5)).score == pytest.approx(0.5)
-    # an explicit threshold wins over the calibration
-    assert claim_risk(covered, [RFR], judge=FakeJudge(0.6), threshold=0.8).score >= 0.5
+    # the "local" calibration flags a word-covered claim only at P(supported) <= 0.36
+    assert claim_risk(covered, [RFR], judge=FakeJudge(0.5)).score < 0.5
+    assert claim_risk(covered, [RFR], judge=FakeJudge(0.3)).score >= 0.5
+    # explicit thresholds win over the calibration
+    assert claim_risk(covered, [RFR], judge=FakeJudge(0.6), thresholds=(0.7, 1.01)).score >= 0.5
+
+
+def test_claim_risk_long_paraphrase_goes_to_the_judge_only_if_it_can_clear():
+    para = "The risk free rate is the return on an investment that carries no default risk for lenders and savers."
+    r = rule_risk(para, RFR)
+    assert not r.sure and r.score >= 0.5  # long and partly covered: paraphrase, not proof of a wrong claim
+    j = FakeJudge(0.95)
+    assert claim_risk(para, [RFR], judge=j, thresholds=(0.36, 1.01)).score >= 0.5 and j.calls == []
+    j = FakeJudge(0.95)
+    assert claim_risk(para, [RFR], judge=j, thresholds=(0.36, 0.8)).score < 0.5 and len(j.calls) == 1
+    # a short answer missing a word is sure (HaluEval: such answers were all hallucinated)
+    assert rule_risk("Bonds [1]", RFR).sure
+
+
+def test_claim_risk_uncalibrated_judge_is_not_asked():
+    j = FakeJudge(0.01)
+    j.lm = type("LM", (), {"model_id": "openai:some-model"})()
+    covered = "The risk-free rate is the return on an investment with no default risk."
+    assert claim_risk(covered, [RFR], judge=j).tier == "rules" and j.calls == []
 
 
 def test_claim_risk_rules_only_without_a_model_judge():
@@ -496,7 +517,9 @@ def test_claim_risk_rules_only_without_a_model_judge():
     assert claim_risk(covered, []).score == 1.0
 
 
-def test_unsupported_claim_escalates_to_the_judge_tier(cfg):
+def test_unsupported_claim_escalates_to_the_judge_tier(cfg, monkeypatch):
+    # a judge calibrated to clear doubtful claims at P >= 0.8 (the shipped "local" one never clears)
+    monkeypatch.setitem(faithfulness.CALIBRATED_SUPPORT, "local", (0.36, 0.8))
     # word-covered but negated: the rules are unsure (0.6)
     q, ps = "What does duration measure?", [make_passage(1, DURATION)]
     st = _gen_state(q, ps, [("Duration does not measure how much a bond price moves when interest rates change [1].",
