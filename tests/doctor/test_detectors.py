@@ -428,7 +428,7 @@ def test_rule_risk_new_number_or_name_is_high_and_sure():
     r = rule_risk("The risk-free rate is 12 percent.", RFR)
     assert r.score >= 0.9 and r.sure and r.tier == "rules" and "12" in r.why
     n = rule_risk("Janet Yellen defined the risk-free rate.", RFR)
-    assert n.score >= 0.85 and n.sure and "Janet" in n.why
+    assert n.score >= 0.85 and n.sure and "Yellen" in n.why  # the first word is capitalised anyway: not evidence of a name
     zh = rule_risk("检索增强生成由张伟在 2019 年提出。", ZH_RAG)
     assert zh.score >= 0.9 and zh.sure and "2019" in zh.why
     zh_words = rule_risk("检索增强生成在2019年提出。", ZH_RAG)
