@@ -105,7 +105,7 @@ def ignored_report(rng: random.Random, n: int) -> dict:
 
     with open(DATA / "halueval" / "qa_one-turn_data.json", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f][:n]
-    emb = create_embedder("e5-small")
+    emb = create_embedder("e5")
     pairs = []
     for i, r in enumerate(rows):
         other = rows[(i + 1 + rng.randrange(len(rows) - 1)) % len(rows)]

@@ -107,12 +107,17 @@ def main() -> None:
     # ties: the least judge influence (flag low, clear high)
     t_best = max(grid, key=lambda t: (ba(a, t), -t[0], t[1])) if args.llm != "none" else (0.0, 1.02)
     judged = [i for i in b if i["p_support"] is not None]
+    from ragclinic.doctor.detectors.faithfulness import CALIBRATED_SUPPORT
+    shipped = CALIBRATED_SUPPORT.get(args.llm)
     rules_only = metrics([int(i["rule_score"] >= 0.5) for i in b], [i["unsupported"] for i in b])
     report = {
         "pairs": args.pairs, "llm": args.llm, "thresholds_from_half_A (flag, clear)": t_best,
         "half_A_balanced_accuracy": ba(a, t_best),
         "half_B": metrics([predict(i, t_best) for i in b], [i["unsupported"] for i in b]),
         "half_B_rules_only (rule score ≥ 0.5)": rules_only,
+        "half_B_with_shipped_thresholds": ({"thresholds": shipped, **metrics([predict(i, shipped) for i in b],
+                                                                             [i["unsupported"] for i in b])}
+                                           if shipped else None),
         "half_B_judge_alone_on_unsure_items (P < 0.5)": metrics([int(i["p_support"] < 0.5) for i in judged],
                                                                 [i["unsupported"] for i in judged]) if judged else None,
         "share_sent_to_judge": round(sum(not i["rule_sure"] for i in data) / len(data), 3),

@@ -139,6 +139,8 @@ class Settings(BaseSettings):
     claim_threshold_judge: float = Field(0.5, ge=0, le=1, description="Judge P(yes) above which a claim is "
                                                                       "supported (or contradicted).")
     claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
+    claim_judge_contradiction: bool = Field(False, description="Also ask the judge whether an unsupported claim is "
+                                            "contradicted (off: the 1.5B judge's answer is not informative on SciFact).")
 
     # --- the doctor (docs/doctor.md says how each default was chosen)
     doctor: bool = Field(True, description="Examine every answer and repair what can be repaired (ask --no-doctor: off).")

@@ -51,6 +51,9 @@ def test_the_judge_rescues_paraphrases_and_catches_contradictions(make_settings)
     assert c.verdict == "supported" and c.checked_by.startswith("logit")
     contra = LogitJudge(ScriptedLanguageModel(yes_prob=lambda m: 0.9 if "contradict" in m[-1].content else 0.1))
     [c] = check_claims("Ten-year government paper returns nothing at all [1].", _passages(), contra, s)
+    assert c.verdict == "unsupported"  # the contradiction question is off by default (uninformative, RESULTS.md)
+    [c] = check_claims("Ten-year government paper returns nothing at all [1].", _passages(), contra,
+                       make_settings(claim_judge_contradiction=True))
     assert c.verdict == "contradicted"
 
 

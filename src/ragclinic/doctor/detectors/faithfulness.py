@@ -25,7 +25,7 @@ from ragclinic.text.support import content_terms, numbers
 # supported when P ≥ clear. "flag" was chosen on half of 300 HaluEval QA pairs (bench/doctor_detection_bench.py),
 # "clear" on SciFact claims (bench/doctor_scifact_bench.py). A backend without calibration is not asked:
 # an uncalibrated judge's P(yes) does not mean what the threshold assumes.
-CALIBRATED_SUPPORT: dict[str, tuple[float, float]] = {"local": (0.36, 1.01)}
+CALIBRATED_SUPPORT: dict[str, tuple[float, float]] = {"local": (0.36, 0.8)}
 SHORT_CLAIM = 6  # content terms; HaluEval answers (short) vs SciFact claims (paraphrased sentences)
 _YES_NO = frozenset("yes no ye 是 否 是的 不是 对 不对".split())
 _NEG_EN = re.compile(r"\b(not|no|never|none|neither|nor|cannot)\b|n't\b", re.I)

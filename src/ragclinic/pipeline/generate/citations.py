@@ -2,7 +2,8 @@
 
 Each sentence of the answer is a claim. Its [n] markers must name passages that were given (else
 ``invalid_citation``); the best cited passage must support it — by words and numbers first, and when that
-is unsure, by the judge (support, then contradiction) within ``claim_judge_max`` calls. A sentence that
+is unsure, by the judge (support, then — if ``claim_judge_contradiction`` — contradiction) within
+``claim_judge_max`` calls. A sentence that
 only says the documents are silent is not a claim.
 """
 
@@ -120,7 +121,7 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
             by = judge.model_id
             if p_sup >= settings.claim_threshold_judge:
                 verdict, score = "supported", p_sup
-            elif judge_budget > 0:
+            elif judge_budget > 0 and settings.claim_judge_contradiction:
                 judge_budget -= 1
                 if judge.judge("contradiction", best.chunk.text, bare) >= settings.claim_threshold_judge:
                     verdict = "contradicted"
