@@ -97,7 +97,7 @@ class StateConflict:
         zh = language_of(exam.question) == "zh"
         by_id: dict[str, Passage] = {p.chunk.id: p for p in exam.passages}
         lines = []
-        for c in exam.state.conflicts[:2]:
+        for c in exam.state.conflicts[:1]:  # the first (top-ranked) disagreement; more would bury the answer
             pa, pb = by_id.get(c.chunk_a), by_id.get(c.chunk_b)
             if pa is None or pb is None:
                 continue
