@@ -52,8 +52,11 @@ RFR = "The risk-free rate is the return on an investment with no default risk."
 def _exam(cfg, *, interactive=False):
     ps = [make_passage(1, RFR), make_passage(2, "The cat sat on the warm kitchen floor all afternoon."),
           make_passage(3, "Retrieval augmented generation grounds answers in retrieved passages.")]
-    ans = make_answer("The risk-free rate is 12 percent [1].",
-                      [make_claim("The risk-free rate is 12 percent.", (1,), "unsupported", 0.3)], ps)
+    ans = make_answer("The risk-free rate is the return on an investment with no default risk [1]. "
+                      "The risk-free rate is 12 percent [1].",
+                      [make_claim("The risk-free rate is the return on an investment with no default risk.", (1,),
+                                  "supported", 1.0),
+                       make_claim("The risk-free rate is 12 percent.", (1,), "unsupported", 0.3)], ps)
     return make_exam(make_state(Q, ps, ans), cfg, interactive=interactive)
 
 

@@ -17,7 +17,9 @@ from ragclinic.text.analyzer import analyze
 _QUESTION_WORDS = frozenset(
     "什么 哪 哪个 哪些 哪里 谁 多少 几 怎么 怎样 如何 为什么 为何 是否 吗 呢 吧 啊 的 了 是 在 和 与 及 或 有 "
     "这 那 一个 请问 请 告诉 我 你 们 之 其 被 把 对 从 到 也 都 就 而 并 还 会 能 可以 要 "
-    "mani much mani long often whose tell give explain describe list name pleas know".split()
+    "mani much mani long often whose tell give explain describe list name pleas know "
+    # how answers talk about their sources ("according to passage [2]", "根据[1]和[2]两段"): not content
+    "根据 段落 两段 三段 文档 所述 描述 陈述 accord passag".split()
 )
 # Not preceded by a Latin letter, digit or point (a Chinese character may precede: "支付3%的利息").
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")

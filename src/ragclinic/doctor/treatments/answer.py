@@ -34,9 +34,10 @@ def _extractive(exam: Exam) -> str:
     return ExtractiveGenerator(exam.settings.extractive_sentences).generate(inp).text
 
 
-def refined_text(exam: Exam, doubtful: set[str]) -> str:
+def refined_text(exam: Exam, doubtful: set[str], fallback: bool) -> str | None:
     """The answer's confirmed claims (citations corrected to the passage that states them), the doubtful
-    ones left out and counted; with nothing left, the passages' own best sentences."""
+    ones left out and counted. With nothing left: the passages' own best sentences if ``fallback`` (the
+    answer ignored the passages), else None — quoting sentences near the question is not answering it."""
     zh = language_of(exam.question) == "zh"
     kept, dropped = [], 0
     for c in exam.answer.claims:
@@ -51,6 +52,8 @@ def refined_text(exam: Exam, doubtful: set[str]) -> str:
             kept.append(_cite(c.text, (best.n,), zh))
         else:
             dropped += 1
+    if not kept and not fallback:
+        return None
     body = ("" if zh else " ").join(kept) if kept else _extractive(exam)
     if dropped:
         body += ("" if zh else " ") + render("refined", exam.question, k=str(dropped))
@@ -65,8 +68,8 @@ class Refine:
         if exam.answer is None or exam.answer.route != "answer" or not exam.passages:
             return []
         doubtful = {c for s in exam.symptoms for c in s.data.get("claims", ())}
-        text = refined_text(exam, doubtful)
-        if text.strip() == exam.answer.text.strip():
+        text = refined_text(exam, doubtful, fallback=symptom.name == "ignored_context")
+        if text is None or text.strip() == exam.answer.text.strip():
             return []
         return [Change(self.name, "generate", "answer rewritten from confirmed claims and passage sentences only",
                        _with_draft(text), uses_model=False)]

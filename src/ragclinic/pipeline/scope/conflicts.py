@@ -75,9 +75,10 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
             if pa.chunk.doc_id == pb.chunk.doc_id:
                 continue
             kind = None
-            if asks_when and va["date"] and vb["date"] and va["date"].isdisjoint(vb["date"]):
+            about_same = _shared(sa, sb) >= 0.5  # a date or number conflict needs sentences about the same thing
+            if asks_when and about_same and va["date"] and vb["date"] and va["date"].isdisjoint(vb["date"]):
                 kind = "date"
-            elif asks_amount and va["number"] and vb["number"] and _number_conflict(va["number"], vb["number"]):
+            elif asks_amount and about_same and va["number"] and vb["number"] and _number_conflict(va["number"], vb["number"]):
                 kind = "number"
             elif va["entity"] and vb["entity"] and va["entity"].isdisjoint(vb["entity"]) and _same_frame(sa, sb, va, vb):
                 kind = "entity"
@@ -88,6 +89,13 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
                 out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(va[kind])), tuple(sorted(vb[kind])),
                                     sa.strip(), sb.strip()))
     return out
+
+
+def _shared(sa: str, sb: str) -> float:
+    """Share of the shorter sentence's content terms (numbers and dates aside) that the other one has."""
+    ta = content_terms(re.sub(r"\d+", " ", sa))
+    tb = content_terms(re.sub(r"\d+", " ", sb))
+    return len(ta & tb) / min(len(ta), len(tb)) if ta and tb else 0.0
 
 
 def _swapped_span(sa: str, sb: str, question: str) -> tuple[str, str] | None:
