@@ -26,7 +26,7 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "homogeneous_context": ("diversify",),
     "noisy_context": ("filter_context",),
     "conflicting_evidence": ("state_conflict",),
-    "false_premise": ("correct_premise",),
+    "false_premise": ("vote",),  # the prompt already carries the premise warning; a variant may heed it
     "contradicted_claim": ("refine",),
     "unsupported_claim": ("refine", "vote"),
     "self_contradiction": ("refine",),

@@ -6,7 +6,8 @@ unconfirmed answer, but not a confirmed one. Clarifications: 0.45. Each present 
 0.15 × its score (an injected instruction 1.0 ×: an answer built on a passage that instructs the model is
 worth less than an honest refusal).
 A treated answer replaces the current one only if its verified confidence is higher by ``margin`` and it
-shows no new symptom of the answer's faithfulness or safety (a new context symptom — the new context is
+shows no new symptom of the answer's faithfulness or safety (unless it removes an injected instruction the
+current run has: safety first) (a new context symptom — the new context is
 noisier, say — is already priced into its confidence, so it does not veto a repair such as a quarantine).
 """
 
@@ -46,8 +47,11 @@ def verified_confidence(answer: Answer, evidence: float, symptoms: Sequence[Symp
 
 def judge_better(new_score: float, new_symptoms: Sequence[Symptom], old_score: float,
                  old_symptoms: Sequence[Symptom], threshold: float, margin: float) -> tuple[bool, str]:
-    fresh = ({s.name for s in present(new_symptoms, threshold)} - {s.name for s in present(old_symptoms, threshold)}
-             ) & VETO
+    old_names = {s.name for s in present(old_symptoms, threshold)}
+    new_names = {s.name for s in present(new_symptoms, threshold)}
+    fresh = (new_names - old_names) & VETO
+    if "injected_instruction" in old_names - new_names:
+        fresh = set()  # removing an injection comes first: the new run's doubts are priced into its score
     if fresh:
         return False, f"new symptom(s): {', '.join(sorted(fresh))}"
     if new_score > old_score + margin:

@@ -1,6 +1,6 @@
-"""Treatments that change the answer: constrained refinement, stating a conflict, correcting a false
-premise (all model-free: they re-arrange what the passages and the checked claims already say, so they
-cannot add an entity or a number), and voting over prompt variants (model calls)."""
+"""Treatments that change the answer: constrained refinement and stating a conflict (model-free: they
+re-arrange what the passages and the checked claims already say, so they cannot add an entity or a
+number), and voting over prompt variants (model calls)."""
 
 from __future__ import annotations
 
@@ -119,20 +119,6 @@ class StateConflict:
             return []
         return [Change(self.name, "generate", "answer states the conflict, preferred source first",
                        _with_draft(("" if zh else " ").join(lines)), uses_model=False)]
-
-
-@TREATMENTS.register("correct_premise")
-class CorrectPremise:
-    """Open with the correction and the passage sentence that contradicts the premise."""
-
-    name = "correct_premise"
-
-    def propose(self, exam: Exam, symptom: Symptom) -> list[Change]:
-        d = exam.state.decision
-        if d is None or not d.false_premise or not exam.passages:
-            return []
-        return [Change(self.name, "generate", "answer corrects the false premise from the passage",
-                       _with_draft(_extractive(exam)), uses_model=False)]
 
 
 @TREATMENTS.register("vote")
