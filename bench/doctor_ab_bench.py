@@ -93,7 +93,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--llm", default="local-small")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "doctor_ab.jsonl"))
+    ap.add_argument("--summarise", metavar="JSONL", help="only summarise an earlier run's per-item file")
     args = ap.parse_args()
+    if args.summarise:
+        rows = [json.loads(line) for line in open(args.summarise, encoding="utf-8")]
+        print(json.dumps(summarise(rows), indent=2, ensure_ascii=False))
+        return
     from ragclinic.config import Settings
     from ragclinic.doctor import Doctor
     from ragclinic.models.llm import create_language_model
@@ -147,6 +152,12 @@ def summarise(rows: list[dict]) -> dict:
             for r in cf) / len(cf), 3) if cf else None
         out[arm] = m
     scored = [r for r in rows if r["kind"] != "negative" and r["kind"] != "counterfactual"]
+    # doctor_weak_answer = "refuse": an answer the doctor left with its "may be incomplete" note is refused
+    weak = lambda r: r["doctor"]["refused"] or "may be incomplete" in r["doctor"]["answer"] or "回答可能不完整" in r["doctor"]["answer"]  # noqa: E731
+    neg = [r for r in rows if r["kind"] == "negative"]
+    out["doctor_weak_answer=refuse"] = {
+        "refusal_accuracy_negative": round(sum(map(weak, neg)) / len(neg), 3) if neg else None,
+        "over_refusal_answerable": round(sum(map(weak, answerable)) / len(answerable), 3) if answerable else None}
     out["repair_success"] = sum(not r["baseline"]["correct"] and r["doctor"]["correct"] for r in scored)
     out["regressions"] = sum(r["baseline"]["correct"] and not r["doctor"]["correct"] for r in scored)
     out["regression_rate"] = round(out["regressions"] / max(1, sum(r["baseline"]["correct"] for r in scored)), 3)
