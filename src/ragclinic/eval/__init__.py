@@ -1,0 +1,1 @@
+"""The evaluation harness (issue 5): dataset loaders so far."""

@@ -1,0 +1,17 @@
+"""Dataset loaders (one module per format) behind ``load("FORMAT:PATH")``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ragclinic.eval.datasets import beir, halueval, jsonl, rgb, squad  # noqa: F401  (register the loaders)
+from ragclinic.eval.datasets.base import (LOADERS, DatasetError, DetectionItem, Doc, Loaded, Problem, QAItem,  # noqa: F401
+                                          RetrievalSet)
+
+
+def load(spec: str) -> Loaded:
+    """``FORMAT:PATH`` (beir, rgb, halueval, squad, jsonl) → the loaded dataset with its problems."""
+    fmt, sep, path = spec.partition(":")
+    if not sep or not path:
+        raise DatasetError(f"dataset {spec!r}: expected FORMAT:PATH with FORMAT one of {', '.join(LOADERS.names())}")
+    return LOADERS.create(fmt, Path(path).expanduser())

@@ -1,0 +1,59 @@
+"""Metrics against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragclinic.eval.metrics import (answer_correct, bootstrap_delta, classification, expected_calibration_error,
+                                    normalise)
+
+
+def test_normalise_case_punctuation_width_and_numbers():
+    assert normalise("Treasury Bills!") == "treasurybills"
+    assert normalise("ＡＢＣ１２３，。") == "abc123"  # full-width → half-width, Chinese punctuation gone
+    assert normalise("1,000,000 people") == "1000000people"
+    assert normalise("3.50%") == "35"  # 3.50 → 3.5, then the point and % go
+    assert normalise("70个议席") == "70个议席"
+
+
+def test_answer_parts_and_alternatives():
+    assert answer_correct("第六届立法会共有70个议席。", (("70",),))
+    assert not answer_correct("共有170个议席", (("七十",),))
+    both = (("1月3日", "一月三日"), ("1月12日",))
+    assert answer_correct("宣誓在一月三日，选举在1月12日。", both)
+    assert not answer_correct("宣誓在1月3日。", both)  # one required part missing
+    assert answer_correct("They use Treasury bills.", (("treasury bills", "T-bills"),))
+    assert not answer_correct("anything", ())
+
+
+def test_classification_by_hand():
+    pred = [True, True, False, False, True]
+    gold = [True, False, True, False, True]
+    m = classification(pred, gold)
+    # tp 2, fp 1, fn 1, tn 1
+    assert (m["tp"], m["fp"], m["fn"], m["tn"]) == (2, 1, 1, 1)
+    assert m["precision"] == pytest.approx(2 / 3) and m["recall"] == pytest.approx(2 / 3)
+    assert m["f1"] == pytest.approx(2 / 3)
+    assert m["balanced_accuracy"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+    with pytest.raises(ValueError):
+        classification([True], [True, False])
+
+
+def test_expected_calibration_error_by_hand():
+    # bin 0.9x: confidences 0.9, 0.9 with 1 correct → |0.9 − 0.5| = 0.4, weight 2/4
+    # bin 0.1x: confidences 0.1, 0.1 with 0 correct → |0.1 − 0| = 0.1, weight 2/4
+    assert expected_calibration_error([0.9, 0.9, 0.1, 0.1], [True, False, False, False]) == pytest.approx(0.25)
+    assert expected_calibration_error([1.0], [True]) == pytest.approx(0.0)
+    assert expected_calibration_error([], []) == 0.0
+
+
+def test_bootstrap_delta():
+    a = [0, 0, 1, 1, 0, 1, 0, 1]
+    b = [1, 0, 1, 1, 1, 1, 0, 1]
+    mean, lo, hi = bootstrap_delta(a, b, rounds=500, seed=1)
+    assert mean == pytest.approx(0.25)
+    assert 0.0 <= lo <= mean <= hi <= 0.625
+    same = bootstrap_delta(a, a, rounds=100)
+    assert same == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError):
+        bootstrap_delta([], [])
