@@ -1,0 +1,137 @@
+"""`ragclinic eval TASK --dataset FORMAT:PATH`: measure ragclinic on a dataset (issue 5, in progress:
+the retrieval and detection tasks exist; rag and doctor are being built)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption
+from ragclinic.config import Settings
+
+TASKS = ("retrieval", "detection", "rag", "doctor")
+AVAILABLE = ("retrieval", "detection")
+KINDS = {"retrieval": "retrieval", "detection": "detection", "rag": "qa", "doctor": "qa"}
+
+
+@app.command("eval")
+@handle_errors
+def eval_cmd(
+    task: str = typer.Argument(..., help="retrieval | detection | rag | doctor", show_default=False),
+    dataset: str = typer.Option(..., "--dataset", metavar="FORMAT:PATH",
+                                help="beir:FOLDER | rgb:FILE | halueval:FILE | squad:FILE | jsonl:FILE (read by path)."),
+    kb: Optional[Path] = typer.Option(None, "--kb", show_default=False,
+                                      help="Knowledge base for the corpus \\[default: one per corpus under the cache folder]."),
+    limit: int = typer.Option(0, "--limit", min=0, help="Evaluate the first N items (0 = all)."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for any sampling."),
+    llm: Optional[str] = typer.Option(None, "--llm", show_default=False,
+                                      help="Model for the judge (detection; rerank in retrieval): local | local-small | none."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", show_default=False, help="Write results.json (and items) here."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
+
+    retrieval: nDCG@10, Recall@10/100, MRR@10 per retriever over a BEIR corpus. detection: the doctor's
+    unsupported-claim check as a classifier over (context, answer) pairs (precision, recall, F1, balanced
+    accuracy, calibration error). Exit code 0 on success, 2 for a bad dataset or usage.
+    """
+    from ragclinic.eval.datasets import load
+
+    if task not in TASKS:
+        raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    if task not in AVAILABLE:
+        raise fail(f"task {task!r} is not available yet (issue 5 is in progress); available: {', '.join(AVAILABLE)}")
+    data = load(dataset)
+    if data.kind != KINDS[task]:
+        raise fail(f"task {task} needs a {KINDS[task]} dataset; {dataset!r} is a {data.kind} dataset")
+    for p in data.problems[:20]:
+        err.print(f"[yellow]skipped:[/] {escape(str(p))}")
+    with _progress(json_out) as tick:
+        if task == "retrieval":
+            result = _retrieval(data, kb, limit, llm, tick)
+        else:
+            result = _detection(data, limit, llm, tick)
+    result["dataset"], result["skipped_records"] = dataset, len(data.problems)
+    items = result.pop("items", None)
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+        if items is not None:
+            (out_dir / "items.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
+                                                 encoding="utf-8")
+    if json_out:
+        print_json(result)
+        return
+    _table(result)
+
+
+def _retrieval(data, kb_dir, limit, llm, tick):
+    from ragclinic.eval.tasks.retrieval import run_retrieval
+    from ragclinic.store.kb import KnowledgeBase
+
+    corpus = Path(data.source) / "corpus.jsonl"
+    settings = Settings.load(kb_dir or _default_kb(corpus), llm=llm or "none")
+    base = KnowledgeBase.open(settings, create=True)
+    try:
+        return run_retrieval(data, base, corpus, limit=limit, progress=tick)
+    finally:
+        base.close()
+
+
+def _detection(data, limit, llm, tick):
+    from ragclinic.eval.tasks.detection import run_detection
+    from ragclinic.models.judge import JUDGES
+    from ragclinic.pipeline.runner import load_language_model
+
+    settings = Settings.load(None, llm=llm or "none")
+    judge = None
+    if settings.llm != "none":
+        lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
+        judge = JUDGES.create("llm", lm) if lm is not None else None
+    return run_detection(data, judge=judge, limit=limit, progress=tick)
+
+
+def _default_kb(corpus: Path) -> Path:
+    digest = hashlib.sha256(str(corpus.resolve()).encode()).hexdigest()[:12]
+    return Settings().cache_dir / "eval" / f"{corpus.parent.name}-{digest}"
+
+
+class _progress:
+    """A progress bar with ETA on stderr (silent with --json); yields tick(done, total)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def __enter__(self):
+        if self.quiet:
+            return lambda done, total: None
+        self.bar = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                            TimeRemainingColumn(), console=err, transient=True)
+        self.bar.__enter__()
+        self.task = self.bar.add_task("eval", total=None)
+        return lambda done, total: self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        if not self.quiet:
+            self.bar.__exit__(*exc)
+        return False
+
+
+def _table(result: dict) -> None:
+    t = Table(title=f"{result['task']} · {result['n']} items · {result['dataset']}")
+    metrics = result["metrics"]
+    cols = sorted({k for m in metrics.values() for k in m})
+    t.add_column("")
+    for c in cols:
+        t.add_column(c, justify="right")
+    for name, m in metrics.items():
+        t.add_row(name, *(f"{m[c]:.4f}" if isinstance(m.get(c), float) else str(m.get(c, "")) for c in cols))
+    out.print(t)

@@ -1,0 +1,1 @@
+"""Evaluation tasks: each takes a loaded dataset (and a knowledge base or models) and returns metrics."""
