@@ -67,7 +67,7 @@ def test_detection_table_and_items(runner, tmp_path):
 
 def test_bad_usage_exits_2(runner, tmp_path):
     assert runner.invoke(app, ["eval", "nonsense", "--dataset", "jsonl:x"]).exit_code == 2
-    r = runner.invoke(app, ["eval", "rag", "--dataset", f"jsonl:{tmp_path}/x.jsonl"])
+    r = runner.invoke(app, ["eval", "doctor", "--dataset", f"jsonl:{tmp_path}/x.jsonl"])
     assert r.exit_code == 2 and "not available yet" in r.output
     r = runner.invoke(app, ["eval", "retrieval", "--dataset", f"jsonl:{tmp_path}/missing.jsonl"])
     assert r.exit_code == 2 and "no such file" in " ".join(r.output.split())

@@ -1,5 +1,5 @@
 """`ragclinic eval TASK --dataset FORMAT:PATH`: measure ragclinic on a dataset (issue 5, in progress:
-the retrieval and detection tasks exist; rag and doctor are being built)."""
+retrieval, detection and rag exist; the doctor fault-injection task is being built)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ragclinic.cli.options import JsonOption
 from ragclinic.config import Settings
 
 TASKS = ("retrieval", "detection", "rag", "doctor")
-AVAILABLE = ("retrieval", "detection")
+AVAILABLE = ("retrieval", "detection", "rag")
 KINDS = {"retrieval": "retrieval", "detection": "detection", "rag": "qa", "doctor": "qa"}
 
 
@@ -34,14 +34,22 @@ def eval_cmd(
     seed: int = typer.Option(0, "--seed", min=0, help="Seed for any sampling."),
     llm: Optional[str] = typer.Option(None, "--llm", show_default=False,
                                       help="Model for the judge (detection; rerank in retrieval): local | local-small | none."),
-    out_dir: Optional[Path] = typer.Option(None, "--out", show_default=False, help="Write results.json (and items) here."),
+    out_dir: Optional[Path] = typer.Option(None, "--out", show_default=False,
+                                           help="Write results.json and items.jsonl here (rag: also the checkpoint a "
+                                                "killed run resumes from)."),
+    no_doctor: bool = typer.Option(False, "--no-doctor", help="rag: the plain pipeline only."),
+    ab: bool = typer.Option(False, "--ab", help="rag: baseline and doctor on the same items, with deltas."),
+    noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
+                              help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     json_out: bool = JsonOption,
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
 
     retrieval: nDCG@10, Recall@10/100, MRR@10 per retriever over a BEIR corpus. detection: the doctor's
     unsupported-claim check as a classifier over (context, answer) pairs (precision, recall, F1, balanced
-    accuracy, calibration error). Exit code 0 on success, 2 for a bad dataset or usage.
+    accuracy, calibration error). rag: end to end, each item against its own passages (RGB: at each noise
+    ratio, negative-only and counterfactual), doctor by default, --no-doctor, or --ab for both with deltas
+    and bootstrap 95% intervals. Exit code 0 on success, 2 for a bad dataset or usage.
     """
     from ragclinic.eval.datasets import load
 
@@ -57,11 +65,18 @@ def eval_cmd(
     with _progress(json_out) as tick:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick)
+        elif task == "rag":
+            if no_doctor and ab:
+                raise fail("--no-doctor and --ab exclude each other")
+            result = _rag(data, limit, seed, llm, noise, "baseline" if no_doctor else "ab" if ab else "doctor",
+                          out_dir, tick)
         else:
             result = _detection(data, limit, llm, tick)
     result["dataset"], result["skipped_records"] = dataset, len(data.problems)
     items = result.pop("items", None)
-    if out_dir:
+    if out_dir and task == "rag":
+        (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    elif out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
         if items is not None:
@@ -99,6 +114,41 @@ def _detection(data, limit, llm, tick):
     return run_detection(data, judge=judge, limit=limit, progress=tick)
 
 
+def _rag(data, limit, seed, llm, noise, mode, out_dir, tick):
+    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
+    from ragclinic.pipeline.runner import load_language_model
+
+    settings_ = [x.strip() for x in noise.split(",") if x.strip()]
+    for x in settings_:
+        if x not in ("neg", "counterfactual") and not _ratio(x):
+            raise fail(f"--noise {x!r}: expected ratios in 0..1, 'neg' or 'counterfactual' (comma-separated)")
+    items = list(data.data[:limit] if limit else data.data)
+    todo = cases(items, settings_, seed)
+    settings = Settings.load(None, llm=llm)
+    lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
+    checkpoint = None
+    if out_dir:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        checkpoint = out_dir / "items.jsonl"
+    rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint, progress=tick)
+    result = {"task": "rag", "n": len(rows), "mode": mode}
+    if mode == "baseline":
+        result["metrics"] = {"baseline": arm_metrics(rows, "baseline")}
+    elif mode == "doctor":
+        result["metrics"] = {"doctor": arm_metrics(rows, "doctor")}
+    else:
+        base, doc = arm_metrics(rows, "baseline"), arm_metrics(rows, "doctor")
+        result.update(metrics={"baseline": base, "doctor": doc}, baseline=base, doctor=doc, delta=ab_delta(rows, seed))
+    return result
+
+
+def _ratio(x: str) -> bool:
+    try:
+        return 0.0 <= float(x) <= 1.0
+    except ValueError:
+        return False
+
+
 def _default_kb(corpus: Path) -> Path:
     digest = hashlib.sha256(str(corpus.resolve()).encode()).hexdigest()[:12]
     return Settings().cache_dir / "eval" / f"{corpus.parent.name}-{digest}"
@@ -126,12 +176,16 @@ class _progress:
 
 
 def _table(result: dict) -> None:
+    """Metrics as rows, arms (retrievers, baseline / doctor) as columns: fits a narrow terminal."""
     t = Table(title=f"{result['task']} · {result['n']} items · {result['dataset']}")
     metrics = result["metrics"]
-    cols = sorted({k for m in metrics.values() for k in m})
-    t.add_column("")
-    for c in cols:
-        t.add_column(c, justify="right")
-    for name, m in metrics.items():
-        t.add_row(name, *(f"{m[c]:.4f}" if isinstance(m.get(c), float) else str(m.get(c, "")) for c in cols))
+    t.add_column("metric")
+    for arm in metrics:
+        t.add_column(arm, justify="right")
+    names = list(dict.fromkeys(k for m in metrics.values() for k in m))
+    for k in names:
+        t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else str(m.get(k, "—")) for m in metrics.values()))
     out.print(t)
+    for name, d in result.get("delta", {}).items():
+        out.print(f"delta {name}: {d}" if not isinstance(d, dict) else
+                  f"delta {name}: {d['delta']:+.4f} (95% CI {d['ci95'][0]:+.4f} … {d['ci95'][1]:+.4f})")

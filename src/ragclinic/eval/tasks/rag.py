@@ -1,0 +1,188 @@
+"""The ``rag`` task: end to end, baseline (the plain pipeline) and doctor on the same items in one run.
+
+Each item is answered against a knowledge base built from its own passages (as the RGB paper does;
+lexical retrieval, every passage reaches the context), or against the caller's knowledge base when the
+item brings no passages. With the doctor on, its first run *is* the plain pipeline's run (same process,
+temperature 0), so both arms come from one pass, item by item. For RGB each item is asked at every
+requested noise ratio (``neg`` = negative passages only: the right answer is a refusal) and, if asked,
+``counterfactual`` (positive and ``positive_wrong`` passages). Results are appended to ``items.jsonl`` in
+the output folder as they come, so a killed run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragclinic.eval.datasets import QAItem
+from ragclinic.eval.metrics import answer_correct, bootstrap_delta
+
+PASSAGES = 5
+
+
+@dataclass(frozen=True)
+class Case:
+    key: str  # item id + setting: the checkpoint key
+    item: QAItem
+    setting: str  # "default", "noise0.4", "neg", "counterfactual"
+    documents: tuple[str, ...]
+    expect_refusal: bool
+
+
+def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
+    rng = random.Random(seed)
+    out = []
+    for it in items:
+        if not (it.negatives or it.counterfactual):  # not an RGB-style item: its own documents, as they are
+            out.append(Case(f"{it.id}|default", it, "default", it.documents, it.expect_refusal))
+            continue
+        for s in settings:
+            if s == "neg":
+                docs = it.negatives[:PASSAGES]
+            elif s == "counterfactual":
+                if not it.counterfactual:
+                    continue
+                docs = it.documents[:2] + it.counterfactual[:2]
+            else:
+                n_neg = round(PASSAGES * float(s))
+                docs = it.documents[:PASSAGES - n_neg] + it.negatives[:n_neg]
+            docs = list(docs)
+            rng.shuffle(docs)
+            out.append(Case(f"{it.id}|{s}", it, s, tuple(docs), s == "neg"))
+    return out
+
+
+def _item_kb(tmp: Path, docs: tuple[str, ...], base_settings):
+    from ragclinic.config import Settings
+    from ragclinic.ingest.runner import ingest
+    from ragclinic.store.kb import KnowledgeBase
+
+    root = tmp / "docs"
+    root.mkdir(parents=True)
+    for i, d in enumerate(docs):
+        (root / f"p{i}.txt").write_text(d, encoding="utf-8")
+    s = Settings.load(tmp / "kb", **{**base_settings, "embedder": "none", "retriever": "lexical",
+                                     "top_k": PASSAGES, "context_k": PASSAGES})
+    kb = KnowledgeBase.open(s, create=True)
+    kb.lock()
+    ingest(kb, [root])
+    kb.unlock()
+    return kb
+
+
+def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
+    claims = answer.claims
+    cited = [c for c in claims if c.cited]
+    return {"answer": answer.text, "refused": answer.refused,
+            "correct": (not answer.refused and answer_correct(answer.text, case.item.answers)) if case.item.answers
+            else False,
+            "fake": bool(case.item.fake_answers) and answer_correct(answer.text, (case.item.fake_answers,)),
+            "conflict_stated": any(w in answer.text for w in ("disagree", "分歧")),
+            "claims": len(claims), "unsupported": sum(c.verdict in ("unsupported", "contradicted") for c in claims),
+            "cited": len(cited), "cited_ok": sum(c.verdict == "supported" for c in cited), "ms": round(ms, 1),
+            "lm_calls": calls, "trace_id": answer.trace_id}
+
+
+def run_case(case: Case, lm, base_settings: dict, doctor: bool) -> dict[str, Any]:
+    from ragclinic.doctor import Doctor
+    from ragclinic.pipeline.runner import Pipeline
+
+    with tempfile.TemporaryDirectory() as d:
+        kb = _item_kb(Path(d), case.documents, base_settings)
+        try:
+            pipe = Pipeline(kb, lm=lm)
+            t0 = time.perf_counter()
+            if doctor:
+                res = Doctor(pipe).ask(case.item.question)
+                total = (time.perf_counter() - t0) * 1000
+                base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls))
+                doc = _arm(res.answer, case, total, len(res.trace.model_calls) + res.summary["lm_calls"])
+                extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
+                         "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
+            else:
+                state, trace = pipe.ask(case.item.question)
+                base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls)), None, {}
+        finally:
+            kb.close()
+    return {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.item.question,
+            "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
+            "baseline": base, "doctor": doc, **extra}
+
+
+def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Every case's row (rows already in ``checkpoint`` are read back, not re-run)."""
+    done: dict[str, dict] = {}
+    if checkpoint is not None and checkpoint.exists():
+        for line in checkpoint.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill: that case runs again
+            done[row["key"]] = row
+    rows = []
+    for i, case in enumerate(cases_, start=1):
+        row = done.get(case.key)
+        if row is None:
+            row = run_case(case, lm, base_settings, doctor)
+            if checkpoint is not None:
+                with open(checkpoint, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        rows.append(row)
+        if progress:
+            progress(i, len(cases_))
+    return rows
+
+
+def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
+    rs = [r[arm] for r in rows if r.get(arm)]
+    answerable = [r[arm] for r in rows if r.get(arm) and not r["expect_refusal"] and r["expected"]]
+    negative = [r[arm] for r in rows if r.get(arm) and r["expect_refusal"]]
+    cf = [r[arm] for r in rows if r.get(arm) and r["setting"] == "counterfactual"]
+    claims = sum(x["claims"] for x in rs)
+    cited = sum(x["cited"] for x in rs)
+    out: dict[str, Any] = {
+        "accuracy": _share([x["correct"] for x in answerable]),
+        "refusal_accuracy": _share([x["refused"] for x in negative]),
+        "over_refusal": _share([x["refused"] for x in answerable]),
+        "hallucination_rate": round(sum(x["unsupported"] for x in rs) / claims, 4) if claims else None,
+        "citation_precision": round(sum(x["cited_ok"] for x in rs) / cited, 4) if cited else None,
+        "counterfactual_detection": _share([(not x["fake"]) or x["conflict_stated"] for x in cf]),
+        "p50_ms": round(statistics.median(x["ms"] for x in rs), 1) if rs else None,
+        "lm_calls_per_item": round(statistics.mean(x["lm_calls"] for x in rs), 2) if rs else None,
+    }
+    for s in sorted({r["setting"] for r in rows} - {"default", "neg", "counterfactual"}):
+        sub = [r[arm] for r in rows if r["setting"] == s and r.get(arm)]
+        out[f"accuracy@{s}"] = _share([x["correct"] for x in sub])
+    return out
+
+
+def ab_delta(rows: list[dict], seed: int = 0) -> dict[str, Any]:
+    """Doctor − baseline per metric that is a per-item mean, with a paired bootstrap 95% interval."""
+    pairs = [r for r in rows if r.get("doctor")]
+    out: dict[str, Any] = {}
+    answerable = [r for r in pairs if not r["expect_refusal"] and r["expected"]]
+    negative = [r for r in pairs if r["expect_refusal"]]
+    for name, sub, f in (("accuracy", answerable, lambda a: float(a["correct"])),
+                         ("refusal_accuracy", negative, lambda a: float(a["refused"])),
+                         ("over_refusal", answerable, lambda a: float(a["refused"]))):
+        if sub:
+            mean, lo, hi = bootstrap_delta([f(r["baseline"]) for r in sub], [f(r["doctor"]) for r in sub], seed=seed)
+            out[name] = {"delta": round(mean, 4), "ci95": [round(lo, 4), round(hi, 4)]}
+    if pairs:
+        out["p50_latency_ratio"] = round(statistics.median(r["doctor"]["ms"] / max(1e-3, r["baseline"]["ms"])
+                                                           for r in pairs), 3)
+        out["regressions"] = sum(r["baseline"]["correct"] and not r["doctor"]["correct"] for r in answerable)
+        out["repairs"] = sum(r["doctor"]["correct"] and not r["baseline"]["correct"] for r in answerable)
+    return out
+
+
+def _share(xs: list[bool]) -> float | None:
+    return round(sum(xs) / len(xs), 4) if xs else None
