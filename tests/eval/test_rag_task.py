@@ -79,5 +79,9 @@ def test_cli_ab_json_contract(tmp_path, monkeypatch):
     assert {"baseline", "doctor", "delta"} <= set(data) and data["n"] == 3 and data["task"] == "rag"
     assert data["baseline"]["accuracy"] == pytest.approx(1.0)
     assert (tmp_path / "o" / "items.jsonl").read_text().count("\n") == 3
+    report = (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
+    assert "| accuracy |" in report and "![latency_cdf](latency_cdf.png)" in report
+    assert (tmp_path / "o" / "latency_cdf.png").stat().st_size > 1000
+    assert (tmp_path / "o" / "accuracy_vs_noise.png").exists()
     bad = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--noise", "1.5"])
     assert bad.exit_code == 2 and "--noise" in bad.output

@@ -139,6 +139,10 @@ def _rag(data, limit, seed, llm, noise, mode, out_dir, tick):
     else:
         base, doc = arm_metrics(rows, "baseline"), arm_metrics(rows, "doctor")
         result.update(metrics={"baseline": base, "doctor": doc}, baseline=base, doctor=doc, delta=ab_delta(rows, seed))
+    if out_dir:
+        from ragclinic.eval.report import write_rag_report
+
+        write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
 
 
