@@ -85,3 +85,20 @@ def test_cli_ab_json_contract(tmp_path, monkeypatch):
     assert (tmp_path / "o" / "accuracy_vs_noise.png").exists()
     bad = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--noise", "1.5"])
     assert bad.exit_code == 2 and "--noise" in bad.output
+
+
+def test_items_without_documents_use_the_callers_kb(tmp_path):
+    from helpers import BOND_DOCS, build_kb
+
+    from ragclinic.eval.datasets import DatasetError
+
+    item = QAItem("u1", "What is usually used as a proxy for the risk-free rate?", (("treasury bills",),))
+    [case] = cases([item], ["0.4"], seed=0)
+    with pytest.raises(DatasetError, match="--kb"):
+        run_rag([case], None, {"llm": "none"}, doctor=False)
+    kb = build_kb(tmp_path, BOND_DOCS)
+    try:
+        [row] = run_rag([case], None, {"llm": "none"}, doctor=True, shared_kb=kb)
+    finally:
+        kb.close()
+    assert row["baseline"]["correct"] and row["doctor"]["correct"]

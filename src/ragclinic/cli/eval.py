@@ -68,7 +68,7 @@ def eval_cmd(
         elif task == "rag":
             if no_doctor and ab:
                 raise fail("--no-doctor and --ab exclude each other")
-            result = _rag(data, limit, seed, llm, noise, "baseline" if no_doctor else "ab" if ab else "doctor",
+            result = _rag(data, kb, limit, seed, llm, noise, "baseline" if no_doctor else "ab" if ab else "doctor",
                           out_dir, tick)
         else:
             result = _detection(data, limit, llm, tick)
@@ -114,7 +114,7 @@ def _detection(data, limit, llm, tick):
     return run_detection(data, judge=judge, limit=limit, progress=tick)
 
 
-def _rag(data, limit, seed, llm, noise, mode, out_dir, tick):
+def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
     from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
     from ragclinic.pipeline.runner import load_language_model
 
@@ -130,7 +130,17 @@ def _rag(data, limit, seed, llm, noise, mode, out_dir, tick):
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = out_dir / "items.jsonl"
-    rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint, progress=tick)
+    shared = None
+    if kb_dir is not None:  # items without their own documents are answered from this knowledge base
+        from ragclinic.store.kb import KnowledgeBase
+
+        shared = KnowledgeBase.open(Settings.load(kb_dir, llm=settings.llm))
+    try:
+        rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
+                       shared_kb=shared, progress=tick)
+    finally:
+        if shared is not None:
+            shared.close()
     result = {"task": "rag", "n": len(rows), "mode": mode}
     if mode == "baseline":
         result["metrics"] = {"baseline": arm_metrics(rows, "baseline")}

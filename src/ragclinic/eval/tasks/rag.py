@@ -90,12 +90,17 @@ def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
             "lm_calls": calls, "trace_id": answer.trace_id}
 
 
-def run_case(case: Case, lm, base_settings: dict, doctor: bool) -> dict[str, Any]:
+def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None) -> dict[str, Any]:
+    """One case: against a KB of its own documents, or ``shared_kb`` (the caller's) when it has none."""
     from ragclinic.doctor import Doctor
     from ragclinic.pipeline.runner import Pipeline
 
+    if not case.documents and shared_kb is None:
+        from ragclinic.eval.datasets import DatasetError
+
+        raise DatasetError(f"item {case.item.id} brings no documents: pass --kb to answer it from a knowledge base")
     with tempfile.TemporaryDirectory() as d:
-        kb = _item_kb(Path(d), case.documents, base_settings)
+        kb = _item_kb(Path(d), case.documents, base_settings) if case.documents else shared_kb
         try:
             pipe = Pipeline(kb, lm=lm)
             t0 = time.perf_counter()
@@ -110,14 +115,15 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool) -> dict[str, Any
                 state, trace = pipe.ask(case.item.question)
                 base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls)), None, {}
         finally:
-            kb.close()
+            if kb is not shared_kb:
+                kb.close()
     return {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.item.question,
             "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
             "baseline": base, "doctor": doc, **extra}
 
 
 def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
-            progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+            shared_kb=None, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Every case's row (rows already in ``checkpoint`` are read back, not re-run)."""
     done: dict[str, dict] = {}
     if checkpoint is not None and checkpoint.exists():
@@ -131,7 +137,7 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
     for i, case in enumerate(cases_, start=1):
         row = done.get(case.key)
         if row is None:
-            row = run_case(case, lm, base_settings, doctor)
+            row = run_case(case, lm, base_settings, doctor, shared_kb)
             if checkpoint is not None:
                 with open(checkpoint, "a", encoding="utf-8") as f:
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
