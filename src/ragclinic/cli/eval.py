@@ -74,18 +74,21 @@ def eval_cmd(
             result = _detection(data, limit, llm, tick)
     result["dataset"], result["skipped_records"] = dataset, len(data.problems)
     items = result.pop("items", None)
-    if out_dir and task == "rag":
-        (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
-    elif out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
-        if items is not None:
-            (out_dir / "items.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
-                                                 encoding="utf-8")
+    if out_dir:
+        _write_out(out_dir, result, items)
     if json_out:
         print_json(result)
         return
     _table(result)
+
+
+def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
+    """results.json, and items.jsonl for tasks that return their rows (rag appends its own as it goes)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
+    if items is not None:
+        (out_dir / "items.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items),
+                                             encoding="utf-8")
 
 
 def _retrieval(data, kb_dir, limit, llm, tick):

@@ -29,8 +29,32 @@ def _plt():
 
 def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    plt = _plt()
     arms = [a for a in ("baseline", "doctor") if any(r.get(a) for r in rows)]
+    images = _plots(folder, rows, arms)
+    md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
+    metrics = result["metrics"]
+    md += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    for k in dict.fromkeys(k for m in metrics.values() for k in m):
+        md.append(f"| {k} | " + " | ".join(_fmt(m.get(k)) for m in metrics.values()) + " |")
+    if result.get("delta"):
+        md += ["", "| delta (doctor − baseline) | value | 95% CI |", "|---|---|---|"]
+        for k, d in result["delta"].items():
+            md.append(f"| {k} | {_fmt(d['delta'])} | {_fmt(d['ci95'][0])} … {_fmt(d['ci95'][1])} |"
+                      if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
+    md += [""] + [f"![{p.stem}]({p.name})" for p in images]
+    worst = [r for r in rows if r.get(arms[-1]) and not r["expect_refusal"] and not r[arms[-1]]["correct"]][:10]
+    if worst:
+        md += ["", "## Items answered wrong (first 10)", "", "| setting | question | answer | trace |", "|---|---|---|---|"]
+        md += [f"| {r['setting']} | {r['question'][:60]} | {r[arms[-1]]['answer'][:80].replace('|', '/')} | "
+               f"`{r[arms[-1]]['trace_id']}` |" for r in worst]
+    path = folder / "report.md"
+    path.write_text("\n".join(md) + "\n", encoding="utf-8")
+    return path
+
+
+def _plots(folder: Path, rows: list[dict[str, Any]], arms: list[str]) -> list[Path]:
+    """Accuracy vs noise, latency CDF, symptoms per setting and per layer (those the rows allow)."""
+    plt = _plt()
     images = []
     ratios = sorted({float(r["setting"]) for r in rows if _is_ratio(r["setting"])})
     if ratios:
@@ -69,25 +93,7 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         ax.bar(order, [layers[x] for x in order])
         ax.set(title="symptoms per layer", ylabel="count")
         images.append(_save(fig, folder / "symptoms_by_layer.png", plt))
-    md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
-    metrics = result["metrics"]
-    md += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
-    for k in dict.fromkeys(k for m in metrics.values() for k in m):
-        md.append(f"| {k} | " + " | ".join(_fmt(m.get(k)) for m in metrics.values()) + " |")
-    if result.get("delta"):
-        md += ["", "| delta (doctor − baseline) | value | 95% CI |", "|---|---|---|"]
-        for k, d in result["delta"].items():
-            md.append(f"| {k} | {_fmt(d['delta'])} | {_fmt(d['ci95'][0])} … {_fmt(d['ci95'][1])} |"
-                      if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
-    md += [""] + [f"![{p.stem}]({p.name})" for p in images]
-    worst = [r for r in rows if r.get(arms[-1]) and not r["expect_refusal"] and not r[arms[-1]]["correct"]][:10]
-    if worst:
-        md += ["", "## Items answered wrong (first 10)", "", "| setting | question | answer | trace |", "|---|---|---|---|"]
-        md += [f"| {r['setting']} | {r['question'][:60]} | {r[arms[-1]]['answer'][:80].replace('|', '/')} | "
-               f"`{r[arms[-1]]['trace_id']}` |" for r in worst]
-    path = folder / "report.md"
-    path.write_text("\n".join(md) + "\n", encoding="utf-8")
-    return path
+    return images
 
 
 def _save(fig, path: Path, plt) -> Path:

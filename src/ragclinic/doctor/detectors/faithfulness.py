@@ -63,7 +63,7 @@ def rule_risk(claim: str, evidence: str, question: str = "") -> Risk:
                                                           f"evidence: {', '.join(missing[:5])}")
     if missing:
         return Risk(0.7, False, "rules", f"word(s) {', '.join(missing[:5])} not in the evidence")
-    if _negated(claim) and not _negated(evidence):
+    if negated(claim) and not negated(evidence):
         return Risk(0.6, False, "rules", "the claim negates what the evidence states")
     return Risk(0.2, False, "rules", "every content word is in the evidence")
 
@@ -101,5 +101,5 @@ def support_thresholds(judge: Judge | None) -> tuple[float, float] | None:
     return CALIBRATED_SUPPORT.get(lm.model_id.split(":", 1)[0]) if lm is not None else None
 
 
-def _negated(text: str) -> bool:
+def negated(text: str) -> bool:
     return bool(_NEG_EN.search(text) or _NEG_ZH.search(text))

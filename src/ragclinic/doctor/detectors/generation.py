@@ -9,12 +9,11 @@ import re
 
 import numpy as np
 
-from ragclinic.doctor.detectors.faithfulness import claim_risk
+from ragclinic.doctor.detectors.faithfulness import claim_risk, negated
 from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom, clamp
 from ragclinic.pipeline.generate.citations import CITE
 from ragclinic.text.support import content_terms, lexical_support, numbers
 
-_NEG = re.compile(r"\b(not|no|never|cannot)\b|n't\b|不是|没有|并非|不", re.I)
 
 
 def _answered(exam: Exam) -> bool:
@@ -117,7 +116,7 @@ class SelfContradiction:
                 if not ta or not tb or len(ta & tb) / len(ta | tb) < 0.5:
                     continue
                 na, nb = numbers(a.text), numbers(b.text)
-                if (na and nb and not na & nb) or bool(_NEG.search(a.text)) != bool(_NEG.search(b.text)):
+                if (na and nb and not na & nb) or negated(a.text) != negated(b.text):
                     return Symptom(self.name, 0.8, self.layer, f"“{a.text[:50]}” vs “{b.text[:50]}”",
                                    data={"claims": [a.text, b.text]})
         return Symptom(self.name, 0.0, self.layer, "no two claims disagree")

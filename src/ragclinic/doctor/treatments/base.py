@@ -5,7 +5,7 @@ re-runs (``Pipeline.rerun``) with everything upstream taken from the trace."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ragclinic.doctor.symptoms import Exam, Symptom
@@ -32,3 +32,8 @@ class Treatment(Protocol):
 
 
 TREATMENTS: Registry[Treatment] = Registry("treatment")
+
+
+def with_request(**changes) -> Callable[[AskState], AskState]:
+    """A change that sets fields of the run's request (the re-run reads them from there)."""
+    return lambda s: replace(s, request=replace(s.request, **changes))

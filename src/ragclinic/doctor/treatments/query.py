@@ -8,14 +8,10 @@ from collections import Counter
 from dataclasses import replace
 
 from ragclinic.doctor.symptoms import Exam, Symptom
-from ragclinic.doctor.treatments.base import TREATMENTS, Change
+from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.pipeline.gate.templates import language_of
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.support import content_terms
-
-
-def _with_request(**changes):
-    return lambda s: replace(s, request=replace(s.request, **changes))
 
 
 def key_terms(exam: Exam, texts: list[str], n: int) -> list[str]:
@@ -53,7 +49,7 @@ class PrfRewrite:
             return []
         query = f"{exam.question} {' '.join(terms)}"
         return [Change(self.name, "retrieve", f"query + key terms of the best hits: {', '.join(terms)}",
-                       _with_request(search_queries=(query,)))]
+                       with_request(search_queries=(query,)))]
 
 
 @TREATMENTS.register("expand_terms")
@@ -74,7 +70,7 @@ class ExpandTerms:
         if not added:
             return []
         return [Change(self.name, "retrieve", f"{', '.join(unknown)} → {', '.join(added)}",
-                       _with_request(search_queries=(f"{exam.question} {' '.join(added)}",)))]
+                       with_request(search_queries=(f"{exam.question} {' '.join(added)}",)))]
 
 
 def _close(a: str, b: str) -> bool:
@@ -106,7 +102,7 @@ class Decompose:
             return []
         k = max(exam.state.request.context_k, 2 * len(parts))
         return [Change(self.name, "retrieve", "sub-questions: " + " | ".join(parts),
-                       _with_request(sub_questions=parts, context_k=min(k, 10)))]
+                       with_request(sub_questions=parts, context_k=min(k, 10)))]
 
 
 @TREATMENTS.register("aspect_search")
@@ -121,7 +117,7 @@ class AspectSearch:
             return []
         queries = (exam.question,) + tuple(f"{m} {exam.question}" for m in missing[:2])
         return [Change(self.name, "retrieve", "extra searches for " + ", ".join(missing[:2]),
-                       _with_request(search_queries=queries))]
+                       with_request(search_queries=queries))]
 
 
 @TREATMENTS.register("readings")
@@ -137,7 +133,7 @@ class Readings:
             return []
         readings = tuple(f"{exam.question.rstrip('?？')} ({s['title']})?" for s in senses[:3])
         return [Change(self.name, "retrieve", "readings: " + " | ".join(readings),
-                       _with_request(sub_questions=readings, context_k=max(exam.state.request.context_k, 6)))]
+                       with_request(sub_questions=readings, context_k=max(exam.state.request.context_k, 6)))]
 
 
 _CLARIFY = {

@@ -6,12 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragclinic.doctor.symptoms import Exam, Symptom
-from ragclinic.doctor.treatments.base import TREATMENTS, Change
+from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.pipeline.gate.evidence import is_model_judge
-
-
-def _with_request(**changes):
-    return lambda s: replace(s, request=replace(s.request, **changes))
 
 
 @TREATMENTS.register("widen")
@@ -26,7 +22,7 @@ class Widen:
         if top_k == r.top_k and context_k == r.context_k:
             return []
         return [Change(self.name, "retrieve", f"top_k {r.top_k} → {top_k}, context_k {r.context_k} → {context_k}",
-                       _with_request(top_k=top_k, context_k=context_k))]
+                       with_request(top_k=top_k, context_k=context_k))]
 
 
 @TREATMENTS.register("switch_retriever")
@@ -41,7 +37,7 @@ class SwitchRetriever:
             other = "dense" if r.retriever == "lexical" else "lexical"
             if other == "dense" and (exam.kb is None or exam.kb.embedder is None):
                 return []
-            return [Change(self.name, "retrieve", f"retriever {r.retriever} → {other}", _with_request(retriever=other))]
+            return [Change(self.name, "retrieve", f"retriever {r.retriever} → {other}", with_request(retriever=other))]
         if exam.kb is not None and exam.kb.embedder is None:
             return []
         top = exam.state.hits[0] if exam.state.hits else None
@@ -50,7 +46,7 @@ class SwitchRetriever:
         weights = (("dense", 1.0), ("lexical", 0.25)) if lexical_led else (("dense", 0.25), ("lexical", 1.0))
         label = "dense-heavy" if lexical_led else "lexical-heavy"
         return [Change(self.name, "retrieve", f"hybrid weights → {label} {dict(weights)}",
-                       _with_request(fusion_weights=weights))]
+                       with_request(fusion_weights=weights))]
 
 
 @TREATMENTS.register("rerank")
@@ -62,7 +58,7 @@ class Rerank:
     def propose(self, exam: Exam, symptom: Symptom) -> list[Change]:
         if exam.state.request.rerank or not is_model_judge(exam.judge):
             return []
-        return [Change(self.name, "retrieve", "judge rerank of the top hits", _with_request(rerank=True))]
+        return [Change(self.name, "retrieve", "judge rerank of the top hits", with_request(rerank=True))]
 
 
 @TREATMENTS.register("diversify")
@@ -72,4 +68,4 @@ class Diversify:
     name = "diversify"
 
     def propose(self, exam: Exam, symptom: Symptom) -> list[Change]:
-        return [Change(self.name, "scope", "at most 2 passages per document", _with_request(max_per_doc=2))]
+        return [Change(self.name, "scope", "at most 2 passages per document", with_request(max_per_doc=2))]

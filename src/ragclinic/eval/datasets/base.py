@@ -150,6 +150,15 @@ def finish(kind: str, data: Sequence | RetrievalSet, col: Collector) -> Loaded:
     return Loaded(kind, data, tuple(col.problems), str(col.path))
 
 
+def read_records(path: Path, col: Collector):
+    """(line number, JSON object) for each line that holds one; other lines are reported and skipped."""
+    for line, rec in read_lines(path):
+        if isinstance(rec, Exception) or not isinstance(rec, dict):
+            col.bad(line, "(line)", f"not a JSON object: {rec}")
+            continue
+        yield line, rec
+
+
 def read_lines(path: Path):
     """(line number, parsed JSON or the JSON error) for each non-empty line."""
     import json

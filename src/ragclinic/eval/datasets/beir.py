@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragclinic.eval.datasets.base import (LOADERS, Collector, DatasetError, Doc, Loaded, RetrievalSet, finish,
-                                          read_lines)
+                                          read_records)
 
 
 def _folder(path: Path) -> tuple[Path, Path]:
@@ -25,10 +25,7 @@ def load_beir(path: Path) -> Loaded:
     corpus, queries = [], {}
     for name, sink in (("corpus.jsonl", corpus), ("queries.jsonl", queries)):
         col.path = root / name
-        for line, rec in read_lines(root / name):
-            if isinstance(rec, Exception) or not isinstance(rec, dict):
-                col.bad(line, "(line)", f"not a JSON object: {rec}")
-                continue
+        for line, rec in read_records(root / name, col):
             rid, text = rec.get("_id"), rec.get("text")
             if rid is None or not isinstance(text, str):
                 col.bad(line, "_id" if rid is None else "text", "missing or not a string")

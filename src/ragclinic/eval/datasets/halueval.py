@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragclinic.eval.datasets.base import LOADERS, Collector, DetectionItem, Loaded, finish, need_str, read_lines
+from ragclinic.eval.datasets.base import LOADERS, Collector, DetectionItem, Loaded, finish, need_str, read_records
 
 
 @LOADERS.register("halueval")
 def load_halueval(path: Path) -> Loaded:
     col, items = Collector(Path(path)), []
-    for line, rec in read_lines(Path(path)):
-        if isinstance(rec, Exception) or not isinstance(rec, dict):
-            col.bad(line, "(line)", f"not a JSON object: {rec}")
-            continue
+    for line, rec in read_records(Path(path), col):
         vals = [need_str(rec, k, col, line) for k in ("knowledge", "question", "right_answer", "hallucinated_answer")]
         if None in vals:
             continue

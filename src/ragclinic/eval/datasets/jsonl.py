@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragclinic.eval.datasets.base import LOADERS, Collector, Loaded, QAItem, finish, need_str, read_lines, str_list
+from ragclinic.eval.datasets.base import LOADERS, Collector, Loaded, QAItem, finish, need_str, read_records, str_list
 
 
 @LOADERS.register("jsonl")
 def load_jsonl(path: Path) -> Loaded:
     col, items = Collector(Path(path)), []
-    for line, rec in read_lines(Path(path)):
-        if isinstance(rec, Exception) or not isinstance(rec, dict):
-            col.bad(line, "(line)", f"not a JSON object: {rec}")
-            continue
+    for line, rec in read_records(Path(path), col):
         q = need_str(rec, "question", col, line)
         refuse = rec.get("expect_refusal", False)
         if not isinstance(refuse, bool):

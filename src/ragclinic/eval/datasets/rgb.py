@@ -6,16 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ragclinic.eval.datasets.base import (LOADERS, Collector, Loaded, QAItem, answer_parts, finish, need_str,
-                                          read_lines, str_list)
+                                          read_records, str_list)
 
 
 @LOADERS.register("rgb")
 def load_rgb(path: Path) -> Loaded:
     col, items = Collector(Path(path)), []
-    for line, rec in read_lines(Path(path)):
-        if isinstance(rec, Exception) or not isinstance(rec, dict):
-            col.bad(line, "(line)", f"not a JSON object: {rec}")
-            continue
+    for line, rec in read_records(Path(path), col):
         q = need_str(rec, "query", col, line)
         answers = answer_parts(rec.get("answer"), col, line) if "answer" in rec else col.bad(line, "answer", "missing")
         pos, neg = str_list(rec.get("positive"), "positive", col, line), str_list(rec.get("negative"), "negative", col, line)
