@@ -67,7 +67,25 @@ def test_detection_table_and_items(runner, tmp_path):
 
 def test_bad_usage_exits_2(runner, tmp_path):
     assert runner.invoke(app, ["eval", "nonsense", "--dataset", "jsonl:x"]).exit_code == 2
-    r = runner.invoke(app, ["eval", "doctor", "--dataset", f"jsonl:{tmp_path}/x.jsonl"])
-    assert r.exit_code == 2 and "not available yet" in r.output
+    h = tmp_path / "h.json"
+    h.write_text(json.dumps({"knowledge": "k", "question": "q", "right_answer": "a", "hallucinated_answer": "b"}) + "\n")
+    r = runner.invoke(app, ["eval", "doctor", "--dataset", f"halueval:{h}"])
+    assert r.exit_code == 2 and "needs a qa dataset" in r.output
     r = runner.invoke(app, ["eval", "retrieval", "--dataset", f"jsonl:{tmp_path}/missing.jsonl"])
     assert r.exit_code == 2 and "no such file" in " ".join(r.output.split())
+
+
+def test_retrieval_over_a_squad_set_finds_each_questions_paragraph(runner, tmp_path):
+    f = tmp_path / "cmrc.json"
+    paras = [("国债通常被用作无风险利率的近似。", "什么通常被用作无风险利率的近似？", "国债"),
+             ("久期衡量债券价格对利率变化的敏感程度。", "什么衡量债券价格对利率变化的敏感程度？", "久期"),
+             ("猫整个下午都睡在温暖的厨房地板上。", "猫下午睡在哪里？", "厨房地板")]
+    f.write_text(json.dumps({"data": [{"paragraphs": [
+        {"context": c, "qas": [{"id": f"q{i}", "question": q, "answers": [{"text": a}]}]}
+        for i, (c, q, a) in enumerate(paras)]}]}, ensure_ascii=False), encoding="utf-8")
+    r = runner.invoke(app, ["eval", "retrieval", "--dataset", f"squad:{f}", "--kb", str(tmp_path / "kb"), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["n"] == 3 and data["metrics"]["lexical"]["R@5"] == pytest.approx(1.0)
+    assert data["metrics"]["lexical"]["RR@10"] == pytest.approx(1.0)
+    assert (tmp_path / "kb-corpus" / "corpus.jsonl").read_text(encoding="utf-8").count("\n") == 3

@@ -83,6 +83,11 @@ def test_cli_ab_json_contract(tmp_path, monkeypatch):
     assert "| accuracy |" in report and "![latency_cdf](latency_cdf.png)" in report
     assert (tmp_path / "o" / "latency_cdf.png").stat().st_size > 1000
     assert (tmp_path / "o" / "accuracy_vs_noise.png").exists()
+    # each case's knowledge base is kept, so an item's trace opens from its row
+    row = json.loads((tmp_path / "o" / "items.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    shown = CliRunner().invoke(app, ["trace", "show", row["doctor"]["trace_id"], "--kb", row["kb"], "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["query"] == ITEM.question
     bad = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--noise", "1.5"])
     assert bad.exit_code == 2 and "--noise" in bad.output
 

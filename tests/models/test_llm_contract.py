@@ -122,4 +122,23 @@ def test_local_results_do_not_depend_on_earlier_calls(local_small):
     alone = local_small.next_token_probs(probe, ["yes", "no"])
     local_small.chat([Message("user", "Name three prime numbers.")], max_tokens=12)
     local_small.next_token_probs([Message("user", "Is water wet? yes or no")], ["yes", "no"])
+    local_small._memo.clear()  # computed again, not recalled
     assert local_small.next_token_probs(probe, ["yes", "no"]) == alone
+
+
+@pytest.mark.slow
+def test_local_repeats_a_greedy_call_from_memory(local_small, monkeypatch):
+    real = local_small._llm.create_completion
+    calls = []
+    monkeypatch.setattr(local_small._llm, "create_completion", lambda *a, **k: calls.append(1) or real(*a, **k))
+    local_small._memo.clear()
+    msgs = [Message("user", "Name two colours.")]
+    first = local_small.chat(msgs, max_tokens=8)
+    streamed = []
+    again = local_small.chat(msgs, max_tokens=8, on_token=streamed.append)
+    assert again == first and "".join(streamed) == first.text and len(calls) == 1
+    probe = [Message("user", "Is fire cold? yes or no")]
+    assert local_small.next_token_probs(probe, ["yes", "no"]) == local_small.next_token_probs(probe, ["yes", "no"])
+    assert len(calls) == 2
+    local_small.chat(msgs, max_tokens=8, temperature=0.7)  # sampled: never recalled
+    assert len(calls) == 3

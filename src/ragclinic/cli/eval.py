@@ -1,5 +1,5 @@
-"""`ragclinic eval TASK --dataset FORMAT:PATH`: measure ragclinic on a dataset (issue 5, in progress:
-retrieval, detection and rag exist; the doctor fault-injection task is being built)."""
+"""`ragclinic eval TASK --dataset FORMAT:PATH`: measure ragclinic on a dataset — retrieval, detection, rag
+(end to end) and doctor (fault injection) — with a table, a JSON object and a report folder."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from ragclinic.cli.options import JsonOption
 from ragclinic.config import Settings
 
 TASKS = ("retrieval", "detection", "rag", "doctor")
-AVAILABLE = ("retrieval", "detection", "rag")
-KINDS = {"retrieval": "retrieval", "detection": "detection", "rag": "qa", "doctor": "qa"}
+FAULT_NAMES = ("clean", "noise", "missing", "counterfactual", "injected", "ambiguous")  # eval.tasks.faults.FAULTS
+KINDS = {"retrieval": ("retrieval", "qa"), "detection": ("detection",), "rag": ("qa",), "doctor": ("qa",)}
 
 
 @app.command("eval")
@@ -41,6 +41,8 @@ def eval_cmd(
     ab: bool = typer.Option(False, "--ab", help="rag: baseline and doctor on the same items, with deltas."),
     noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
+    faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
+                               help="doctor: the faults to inject (comma-separated; 'clean' is the control)."),
     json_out: bool = JsonOption,
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
@@ -55,11 +57,9 @@ def eval_cmd(
 
     if task not in TASKS:
         raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
-    if task not in AVAILABLE:
-        raise fail(f"task {task!r} is not available yet (issue 5 is in progress); available: {', '.join(AVAILABLE)}")
     data = load(dataset)
-    if data.kind != KINDS[task]:
-        raise fail(f"task {task} needs a {KINDS[task]} dataset; {dataset!r} is a {data.kind} dataset")
+    if data.kind not in KINDS[task]:
+        raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")
     for p in data.problems[:20]:
         err.print(f"[yellow]skipped:[/] {escape(str(p))}")
     with _progress(json_out) as tick:
@@ -70,6 +70,10 @@ def eval_cmd(
                 raise fail("--no-doctor and --ab exclude each other")
             result = _rag(data, kb, limit, seed, llm, noise, "baseline" if no_doctor else "ab" if ab else "doctor",
                           out_dir, tick)
+        elif task == "doctor":
+            if no_doctor:
+                raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
+            result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick)
         else:
             result = _detection(data, limit, llm, tick)
     result["dataset"], result["skipped_records"] = dataset, len(data.problems)
@@ -92,10 +96,14 @@ def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
 
 
 def _retrieval(data, kb_dir, limit, llm, tick):
-    from ragclinic.eval.tasks.retrieval import run_retrieval
+    from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
     from ragclinic.store.kb import KnowledgeBase
 
-    corpus = Path(data.source) / "corpus.jsonl"
+    if data.kind == "qa":  # question → its own passage
+        kb_dir = kb_dir or _default_kb(Path(data.source))
+        data, corpus = qa_as_retrieval(data, kb_dir.parent / f"{kb_dir.name}-corpus")
+    else:
+        corpus = Path(data.source) / "corpus.jsonl"
     settings = Settings.load(kb_dir or _default_kb(corpus), llm=llm or "none")
     base = KnowledgeBase.open(settings, create=True)
     try:
@@ -118,15 +126,23 @@ def _detection(data, limit, llm, tick):
 
 
 def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
+    """rag (mode baseline | doctor | ab; ``noise`` = the settings) and doctor (mode faults; ``noise`` = the
+    faults): the same runner, checkpoint and report."""
+    from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics
     from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
     from ragclinic.pipeline.runner import load_language_model
 
     settings_ = [x.strip() for x in noise.split(",") if x.strip()]
     for x in settings_:
-        if x not in ("neg", "counterfactual") and not _ratio(x):
+        if mode == "faults" and x not in FAULTS:
+            raise fail(f"--faults {x!r}: expected some of {', '.join(FAULTS)} (comma-separated)")
+        if mode != "faults" and x not in ("neg", "counterfactual") and not _ratio(x):
             raise fail(f"--noise {x!r}: expected ratios in 0..1, 'neg' or 'counterfactual' (comma-separated)")
     items = list(data.data[:limit] if limit else data.data)
-    todo = cases(items, settings_, seed)
+    todo = fault_cases(items, settings_, seed) if mode == "faults" else cases(items, settings_, seed)
+    if not todo:
+        raise fail(f"no item of {data.source} can carry {noise!r} (faults need answering passages; noise and "
+                   "missing need negative ones, counterfactual wrong ones)")
     settings = Settings.load(None, llm=llm)
     lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
     checkpoint = None
@@ -144,7 +160,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
     finally:
         if shared is not None:
             shared.close()
-    result = {"task": "rag", "n": len(rows), "mode": mode}
+    result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode}
     if mode == "baseline":
         result["metrics"] = {"baseline": arm_metrics(rows, "baseline")}
     elif mode == "doctor":
@@ -152,6 +168,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
     else:
         base, doc = arm_metrics(rows, "baseline"), arm_metrics(rows, "doctor")
         result.update(metrics={"baseline": base, "doctor": doc}, baseline=base, doctor=doc, delta=ab_delta(rows, seed))
+        if mode == "faults":
+            result["faults"] = fault_metrics(rows)
     if out_dir:
         from ragclinic.eval.report import write_rag_report
 
@@ -166,9 +184,11 @@ def _ratio(x: str) -> bool:
         return False
 
 
-def _default_kb(corpus: Path) -> Path:
-    digest = hashlib.sha256(str(corpus.resolve()).encode()).hexdigest()[:12]
-    return Settings().cache_dir / "eval" / f"{corpus.parent.name}-{digest}"
+def _default_kb(source: Path) -> Path:
+    """One knowledge base per corpus (a BEIR corpus.jsonl, or a QA file) under the cache folder."""
+    digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
+    name = source.parent.name if source.name == "corpus.jsonl" else source.stem
+    return Settings().cache_dir / "eval" / f"{name}-{digest}"
 
 
 class _progress:
@@ -206,3 +226,18 @@ def _table(result: dict) -> None:
     for name, d in result.get("delta", {}).items():
         out.print(f"delta {name}: {d}" if not isinstance(d, dict) else
                   f"delta {name}: {d['delta']:+.4f} (95% CI {d['ci95'][0]:+.4f} … {d['ci95'][1]:+.4f})")
+    if "faults" in result:
+        _grid("per fault", result["faults"]["per_fault"])
+        _grid("per symptom (against the faults that should raise it)",
+              {k: v for k, v in result["faults"]["per_symptom"].items() if v["fired"] or v["recall"] is not None})
+
+
+def _grid(title: str, rows: dict[str, dict]) -> None:
+    """A table with one row per key and one column per field."""
+    t = Table(title=title)
+    cols = list(dict.fromkeys(k for r in rows.values() for k in r))
+    for c in ["", *cols]:
+        t.add_column(c, justify="right" if c else "left")
+    for name, r in rows.items():
+        t.add_row(name, *(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "—")) for c in cols))
+    out.print(t)

@@ -1,8 +1,10 @@
-"""The report folder of an evaluation run: ``report.md`` with the metrics and plots (PNG, matplotlib Agg).
+"""The report folder of an evaluation run: ``report.md`` and the same as ``report.html``, with the metrics
+and plots (PNG, matplotlib Agg).
 
-For ``rag``: accuracy against the noise ratio for each arm, the latency CDF of each arm, and the symptoms
-the doctor found per setting and per layer. Each item's row (question, expected, answers, verdicts, trace
-id) is in ``items.jsonl`` next to it, so a bad item opens with ``ragclinic trace show``.
+For ``rag`` and ``doctor``: accuracy against the noise ratio for each arm, the latency CDF of each arm, the
+symptoms the doctor found per setting (for ``doctor``: the fault × symptom confusion matrix) and per layer.
+Each item's row (question, expected, answers, verdicts, trace id, knowledge base) is in ``items.jsonl`` next
+to it, so a bad item opens with ``ragclinic trace show ID --kb KB``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-LAYER_OF = {"low_relevance": "retrieve", "missing_aspect": "retrieve", "ambiguous": "retrieve", "compound": "retrieve",
-            "term_mismatch": "retrieve", "noisy_context": "scope", "homogeneous_context": "scope",
-            "conflicting_evidence": "scope", "injected_instruction": "scope", "false_premise": "gate"}
+
+def layer_of(name: str, row: dict[str, Any]) -> str:
+    """The layer a symptom points at: as the row recorded it, else as its detector declares."""
+    if name in row.get("symptom_layers", {}):
+        return row["symptom_layers"][name]
+    from ragclinic.doctor.symptoms import DETECTORS
+
+    return DETECTORS.create(name).layer if name in DETECTORS.names() else "unknown"
 
 
 def _plt():
@@ -30,7 +37,7 @@ def _plt():
 def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     arms = [a for a in ("baseline", "doctor") if any(r.get(a) for r in rows)]
-    images = _plots(folder, rows, arms)
+    images = _plots(folder, rows, arms, "faults" in result)
     md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
     metrics = result["metrics"]
     md += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
@@ -41,18 +48,51 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         for k, d in result["delta"].items():
             md.append(f"| {k} | {_fmt(d['delta'])} | {_fmt(d['ci95'][0])} … {_fmt(d['ci95'][1])} |"
                       if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
+    if "faults" in result:
+        md += _fault_tables(result["faults"])
     md += [""] + [f"![{p.stem}]({p.name})" for p in images]
     worst = [r for r in rows if r.get(arms[-1]) and not r["expect_refusal"] and not r[arms[-1]]["correct"]][:10]
     if worst:
-        md += ["", "## Items answered wrong (first 10)", "", "| setting | question | answer | trace |", "|---|---|---|---|"]
-        md += [f"| {r['setting']} | {r['question'][:60]} | {r[arms[-1]]['answer'][:80].replace('|', '/')} | "
-               f"`{r[arms[-1]]['trace_id']}` |" for r in worst]
+        md += ["", "## Items answered wrong (first 10)", "", "Open one with `ragclinic trace show TRACE --kb KB`.", "",
+               "| setting | question | answer | trace | kb |", "|---|---|---|---|---|"]
+        md += [f"| {r['setting']} | {_cell(r['question'][:60])} | {_cell(r[arms[-1]]['answer'][:80])} | "
+               f"`{r[arms[-1]]['trace_id']}` | `{r.get('kb', '')}` |" for r in worst]
     path = folder / "report.md"
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
+    write_html(path)
     return path
 
 
-def _plots(folder: Path, rows: list[dict[str, Any]], arms: list[str]) -> list[Path]:
+def _fault_tables(faults: dict[str, Any]) -> list[str]:
+    md: list[str] = []
+    for title, table in (("Per fault", faults["per_fault"]),
+                         ("Per symptom (against the faults that should raise it)", faults["per_symptom"])):
+        cols = list(dict.fromkeys(k for r in table.values() for k in r))
+        md += ["", f"## {title}", "", "| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
+        md += [f"| {name} | " + " | ".join(_fmt(r.get(c)) for c in cols) + " |" for name, r in table.items()]
+    return md
+
+
+def write_html(md_path: Path) -> Path:
+    """report.md rendered to a standalone report.html (the plots load from the same folder)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(md_path.read_text(encoding="utf-8"))
+    html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>ragclinic evaluation</title><style>"
+            "body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.25em .5em;"
+            "text-align:right}td:first-child{text-align:left}img{max-width:100%}code{font-size:.9em}"
+            "</style></head><body>" + body + "</body></html>\n")
+    out = md_path.with_suffix(".html")
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "/").replace("\n", " ")
+
+
+def _plots(folder: Path, rows: list[dict[str, Any]], arms: list[str], faults: bool = False) -> list[Path]:
     """Accuracy vs noise, latency CDF, symptoms per setting and per layer (those the rows allow)."""
     plt = _plt()
     images = []
@@ -75,25 +115,32 @@ def _plots(folder: Path, rows: list[dict[str, Any]], arms: list[str]) -> list[Pa
     images.append(_save(fig, folder / "latency_cdf.png", plt))
     symptoms = Counter((r["setting"], s) for r in rows for s in r.get("symptoms", []))
     if symptoms:
-        settings = sorted({k[0] for k in symptoms})
-        names = sorted({k[1] for k in symptoms})
-        fig, ax = plt.subplots(figsize=(1.2 + 0.7 * len(settings), 1 + 0.35 * len(names)))
-        grid = [[symptoms[(s, n)] for s in settings] for n in names]
-        ax.imshow(grid, cmap="Blues", aspect="auto")
-        ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right")
-        ax.set_yticks(range(len(names)), names)
-        for i, row in enumerate(grid):
-            for j, v in enumerate(row):
-                ax.text(j, i, str(v), ha="center", va="center", fontsize=8)
-        ax.set_title("symptoms found per setting")
-        images.append(_save(fig, folder / "symptoms_by_setting.png", plt))
-        layers = Counter(LAYER_OF.get(n, "generate") for (_, n), c in symptoms.items() for _ in range(c))
+        images.append(_symptom_grid(folder, rows, symptoms, plt, faults))
+        layers = Counter(layer_of(n, r) for r in rows for n in r.get("symptoms", []))
         fig, ax = plt.subplots(figsize=(5, 3))
-        order = [x for x in ("retrieve", "scope", "gate", "generate") if layers[x]]
+        order = [x for x in ("retrieve", "scope", "gate", "generate", "unknown") if layers[x]]
         ax.bar(order, [layers[x] for x in order])
         ax.set(title="symptoms per layer", ylabel="count")
         images.append(_save(fig, folder / "symptoms_by_layer.png", plt))
     return images
+
+
+def _symptom_grid(folder: Path, rows: list[dict[str, Any]], symptoms: Counter, plt, faults: bool) -> Path:
+    """Symptoms found per setting; for fault injection, the fault × symptom confusion matrix (every fault a
+    column, the clean control included)."""
+    settings = list(dict.fromkeys(r["setting"] for r in rows))
+    names = sorted({k[1] for k in symptoms})
+    fig, ax = plt.subplots(figsize=(1.6 + 0.8 * len(settings), 1.2 + 0.35 * len(names)))
+    grid = [[symptoms[(s, n)] for s in settings] for n in names]
+    ax.imshow(grid, cmap="Blues", aspect="auto")
+    ax.set_xticks(range(len(settings)), settings, rotation=45, ha="right")
+    ax.set_yticks(range(len(names)), names)
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=8)
+    ax.set_title("fault × symptom confusion matrix" if faults else "symptoms found per setting")
+    ax.set_xlabel("injected fault" if faults else "setting")
+    return _save(fig, folder / ("symptom_confusion.png" if faults else "symptoms_by_setting.png"), plt)
 
 
 def _save(fig, path: Path, plt) -> Path:

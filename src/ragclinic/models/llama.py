@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCall
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
 
 _LOADED: dict[tuple[str, int, int], "LlamaModel"] = {}
+MEMO = 256  # greedy results kept per loaded model (see _fresh_state)
 _LOAD_LOCK = threading.Lock()
 
 
@@ -45,11 +47,16 @@ class LlamaModel:
         self._stop = sorted({s for s in (eos, "<|im_end|>", "<|endoftext|>") if s})
         self.model_id = f"{spec.name}:{spec.sha256[:12]}"
         self._lock = threading.Lock()  # one llama context serves one call at a time
+        self._memo: OrderedDict[tuple, object] = OrderedDict()
+        self.memo_hits = 0
 
     # _fresh_state: every call starts from an empty KV cache. llama.cpp would otherwise reuse the longest
     # common prefix with the previous call, which changes how the prompt is batched and so the floating-point
     # result: the same question could get another greedy answer (or judge score) depending on what was asked
     # before. Our calls share little more than the system message, so the reuse saved almost nothing.
+    # Because every call starts fresh, a greedy call's result is a function of its prompt alone: the last
+    # MEMO results are kept and an identical call (the doctor's re-runs repeat the gate's and the claim
+    # checks' calls on unchanged passages) is answered from them — the same result, without the ~2-10 s.
 
     def _prompt(self, messages: Sequence[Message]) -> str:
         return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
@@ -64,6 +71,11 @@ class LlamaModel:
         if n_prompt + max_tokens > self._llm.n_ctx():
             raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
                              f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
+        key = ("chat", prompt, max_tokens)
+        if temperature == 0 and (hit := self._recall(key)) is not None:
+            if on_token and hit.text:
+                on_token(hit.text)
+            return hit
         with self._lock:
             self._llm.reset()  # see _fresh_state
             stream = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
@@ -78,10 +90,16 @@ class LlamaModel:
                         on_token(choice["text"])
                 finish = choice.get("finish_reason") or finish
         text = "".join(pieces)
-        return Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish)
+        done = Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish)
+        if temperature == 0:
+            self._keep(key, done)
+        return done
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         prompt = self._prompt(messages)
+        key = ("probs", prompt, tuple(candidates))
+        if (hit := self._recall(key)) is not None:
+            return dict(hit)
         ids = {c: self._token_ids(c) for c in candidates}
         captured: list[np.ndarray] = []
 
@@ -99,7 +117,23 @@ class LlamaModel:
         p /= p.sum()
         mass = {c: float(sum(p[i] for i in ids[c])) for c in candidates}
         total = sum(mass.values())
-        return {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
+        probs = {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
+        self._keep(key, dict(probs))
+        return probs
+
+    def _recall(self, key: tuple):
+        with self._lock:
+            hit = self._memo.get(key)
+            if hit is not None:
+                self._memo.move_to_end(key)
+                self.memo_hits += 1
+            return hit
+
+    def _keep(self, key: tuple, value) -> None:
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO:
+                self._memo.popitem(last=False)
 
     def _token_ids(self, word: str) -> set[int]:
         out = set()

@@ -6,13 +6,16 @@ item brings no passages. With the doctor on, its first run *is* the plain pipeli
 temperature 0), so both arms come from one pass, item by item. For RGB each item is asked at every
 requested noise ratio (``neg`` = negative passages only: the right answer is a refusal) and, if asked,
 ``counterfactual`` (positive and ``positive_wrong`` passages). Results are appended to ``items.jsonl`` in
-the output folder as they come, so a killed run continues where it stopped.
+the output folder as they come, so a killed run continues where it stopped; each case's knowledge base is
+kept under ``kbs/`` there, so its traces open with ``ragclinic trace show ID --kb OUT/kbs/CASE``.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
+import shutil
 import statistics
 import tempfile
 import time
@@ -34,6 +37,11 @@ class Case:
     setting: str  # "default", "noise0.4", "neg", "counterfactual"
     documents: tuple[str, ...]
     expect_refusal: bool
+    question: str = ""  # the question as asked, when a fault rewrote it (else the item's)
+
+    @property
+    def asked(self) -> str:
+        return self.question or self.item.question
 
 
 def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
@@ -90,8 +98,15 @@ def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
             "lm_calls": calls, "trace_id": answer.trace_id}
 
 
-def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None) -> dict[str, Any]:
-    """One case: against a KB of its own documents, or ``shared_kb`` (the caller's) when it has none."""
+def case_dir(key: str) -> str:
+    """A folder name for a case key ("12|0.4" → "12_0.4")."""
+    return re.sub(r"[^\w.-]+", "_", key)
+
+
+def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
+             kb_root: Path | None = None) -> dict[str, Any]:
+    """One case: against a KB of its own documents (kept under ``kb_root`` when given, else temporary), or
+    ``shared_kb`` (the caller's) when it has none."""
     from ragclinic.doctor import Doctor
     from ragclinic.pipeline.runner import Pipeline
 
@@ -100,31 +115,39 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None) 
 
         raise DatasetError(f"item {case.item.id} brings no documents: pass --kb to answer it from a knowledge base")
     with tempfile.TemporaryDirectory() as d:
-        kb = _item_kb(Path(d), case.documents, base_settings) if case.documents else shared_kb
+        where = Path(d)
+        if kb_root is not None and case.documents:
+            where = kb_root / case_dir(case.key)
+            shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
+        kb = _item_kb(where, case.documents, base_settings) if case.documents else shared_kb
         try:
             pipe = Pipeline(kb, lm=lm)
             t0 = time.perf_counter()
             if doctor:
-                res = Doctor(pipe).ask(case.item.question)
+                res = Doctor(pipe).ask(case.asked)
                 total = (time.perf_counter() - t0) * 1000
                 base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls))
                 doc = _arm(res.answer, case, total, len(res.trace.model_calls) + res.summary["lm_calls"])
                 extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
+                         "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
                          "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
             else:
-                state, trace = pipe.ask(case.item.question)
+                state, trace = pipe.ask(case.asked)
                 base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls)), None, {}
         finally:
             if kb is not shared_kb:
                 kb.close()
-    return {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.item.question,
+    kb_path = str(where / "kb") if kb_root is not None and case.documents else (
+        str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
+    return {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.asked, "kb": kb_path,
             "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
             "baseline": base, "doctor": doc, **extra}
 
 
 def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
             shared_kb=None, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Every case's row (rows already in ``checkpoint`` are read back, not re-run)."""
+    """Every case's row (rows already in ``checkpoint`` are read back, not re-run). With a checkpoint, each
+    case's knowledge base is kept in ``kbs/`` beside it."""
     done: dict[str, dict] = {}
     if checkpoint is not None and checkpoint.exists():
         for line in checkpoint.read_text(encoding="utf-8").splitlines():
@@ -137,7 +160,8 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
     for i, case in enumerate(cases_, start=1):
         row = done.get(case.key)
         if row is None:
-            row = run_case(case, lm, base_settings, doctor, shared_kb)
+            kb_root = checkpoint.parent / "kbs" if checkpoint is not None else None
+            row = run_case(case, lm, base_settings, doctor, shared_kb, kb_root)
             if checkpoint is not None:
                 with open(checkpoint, "a", encoding="utf-8") as f:
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -165,8 +189,9 @@ def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
         "lm_calls_per_item": round(statistics.mean(x["lm_calls"] for x in rs), 2) if rs else None,
     }
     for s in sorted({r["setting"] for r in rows} - {"default", "neg", "counterfactual"}):
-        sub = [r[arm] for r in rows if r["setting"] == s and r.get(arm)]
-        out[f"accuracy@{s}"] = _share([x["correct"] for x in sub])
+        sub = [r[arm] for r in rows if r["setting"] == s and r.get(arm) and not r["expect_refusal"]]
+        if sub:
+            out[f"accuracy@{s}"] = _share([x["correct"] for x in sub])
     return out
 
 

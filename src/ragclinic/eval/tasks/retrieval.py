@@ -1,4 +1,6 @@
-"""The ``retrieval`` task: nDCG@10, Recall@k and MRR (through ir-measures) per retriever over a BEIR set.
+"""The ``retrieval`` task: nDCG@10, Recall@k and MRR (through ir-measures) per retriever over a BEIR set,
+or over a question-answering set whose items bring their passage (SQuAD/CMRC2018: question → paragraph,
+see ``qa_as_retrieval``).
 
 The corpus is ingested into the given knowledge base (unchanged files are skipped, and the embedding cache
 means a second knowledge base over the same corpus embeds nothing). A hit's document is its record key (the
@@ -7,14 +9,16 @@ BEIR ``_id``); a document's score is its best chunk's.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragclinic.eval.datasets import Loaded
+from ragclinic.eval.datasets import DatasetError, Doc, Loaded, RetrievalSet
 
-MEASURES = ("nDCG@10", "R@10", "R@100", "RR@10")
+MEASURES = ("nDCG@10", "R@5", "R@10", "R@100", "RR@10")
 RETRIEVERS = ("lexical", "dense", "hybrid")
 
 
@@ -60,3 +64,28 @@ def run_retrieval(data: Loaded, kb, corpus_path: Path, *, limit: int = 0, depth:
         out[name] = {m: round(float(scores[p]), 4) for m, p in zip(MEASURES, measures)}
         out[name]["ms_per_query"] = round(1000 * (time.perf_counter() - t0) / max(1, len(qids)), 2)
     return {"task": "retrieval", "n": len(qids), "metrics": out}
+
+
+def qa_as_retrieval(data: Loaded, folder: Path) -> tuple[Loaded, Path]:
+    """A QA set as a retrieval set: each distinct passage a document (id = a hash of its text), each question
+    a query whose one relevant document is its own passage. The corpus is written as BEIR JSON Lines in
+    ``folder`` (beside the knowledge base, so it is ingested like any corpus)."""
+    ids: dict[str, str] = {}
+    queries, qrels = {}, {}
+    for it in data.data:
+        if not it.documents:
+            continue
+        for d in it.documents:
+            ids.setdefault(d, "p" + hashlib.sha256(d.encode("utf-8")).hexdigest()[:12])
+        queries[it.id] = it.question
+        qrels[it.id] = {ids[d]: 1 for d in it.documents}
+    if not queries:
+        raise DatasetError(f"{data.source}: no item brings its passage, so there is nothing to retrieve "
+                           "(retrieval needs a BEIR folder or a set whose items carry documents)")
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = folder / "corpus.jsonl"
+    lines = "".join(json.dumps({"_id": i, "text": d}, ensure_ascii=False) + "\n" for d, i in ids.items())
+    if not corpus.is_file() or corpus.read_text(encoding="utf-8") != lines:
+        corpus.write_text(lines, encoding="utf-8")
+    docs = tuple(Doc(i, d) for d, i in ids.items())
+    return Loaded("retrieval", RetrievalSet(docs, queries, qrels), data.problems, data.source), corpus
