@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate clean
+.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,23 @@ bench-ask: install
 
 bench-gate: install
 	$(PY) bench/gate_calibration_bench.py --limit 100 --judge-pairs 40 --llm local
+
+## The published evaluation figures, each from the user-facing `ragclinic eval` command (~1 h 45 min with the 1.5B model).
+DATA ?= ../shared/data
+EVAL_OUT ?= bench/out/eval
+RC := RAGCLINIC_CACHE_DIR=$(BENCH_CACHE)/cache /usr/bin/time -f '%e s wall, %M KB max RSS' $(VENV)/bin/ragclinic
+bench-eval: install
+	mkdir -p $(EVAL_OUT)
+	$(RC) eval rag --dataset rgb:$(DATA)/rgb/zh_fact.json --llm local --ab --limit 25 \
+	  --noise 0.4,0.8,neg,counterfactual --out $(EVAL_OUT)/rgb-ab --json > $(EVAL_OUT)/rgb-ab.json
+	$(RC) eval doctor --dataset rgb:$(DATA)/rgb/zh_fact.json --llm local --limit 6 \
+	  --out $(EVAL_OUT)/doctor --json > $(EVAL_OUT)/doctor.json
+	$(RC) eval retrieval --dataset squad:$(DATA)/cmrc2018/cmrc2018_trial.json --json > $(EVAL_OUT)/cmrc.json
+	$(RC) eval retrieval --dataset beir:$(DATA)/scifact/beir --json > $(EVAL_OUT)/scifact.json
+	$(RC) eval detection --dataset halueval:$(DATA)/halueval/qa_one-turn_data.json --llm none \
+	  --out $(EVAL_OUT)/halueval-rules --json > $(EVAL_OUT)/halueval-rules.json
+	$(RC) eval detection --dataset halueval:$(DATA)/halueval/qa_one-turn_data.json --llm local --limit 300 \
+	  --out $(EVAL_OUT)/halueval-local --json > $(EVAL_OUT)/halueval-local.json
 
 clean:
 	rm -rf $(VENV) .ragclinic demo-corpus .pytest_cache
