@@ -1,0 +1,139 @@
+"""`ragclinic diagnose`: name the layer that broke a bad answer (parse, chunk, retrieve, scope, gate,
+generate) with each layer's evidence and a fix; `--latency` profiles a trace; `--from-eval` runs the
+debugger over an evaluation run's failed items."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ragclinic.cli.ask import LlmOption, ScopeOption, _pipeline
+from ragclinic.cli.ingest import parse_pairs
+from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
+from ragclinic.cli.options import JsonOption, KbOption
+
+_STYLE = {"ok": "green", "fault": "bold red", "not_reached": "dim"}
+
+
+@app.command("diagnose")
+@handle_errors
+def diagnose_cmd(
+    kb: Optional[Path] = KbOption,
+    question: Optional[str] = typer.Option(None, "--question", "-q", show_default=False,
+                                           help="Ask this now (plain pipeline, no doctor) and explain the answer."),
+    scope: List[str] = ScopeOption,
+    trace: Optional[str] = typer.Option(None, "--trace", show_default=False,
+                                        help="Explain the answer of this saved trace (id or unique prefix)."),
+    expected: List[str] = typer.Option([], "--expected", metavar="TEXT", show_default=False,
+                                       help="The right answer (repeatable: accepted alternatives)."),
+    gold_doc: Optional[str] = typer.Option(None, "--gold-doc", metavar="DOC", show_default=False,
+                                           help="The document that should have been used (doc id, path or record key)."),
+    expect_refusal: bool = typer.Option(False, "--expect-refusal", help="The right outcome is a refusal."),
+    latency: Optional[str] = typer.Option(None, "--latency", metavar="TRACE_ID", show_default=False,
+                                          help="Print the per-layer latency profile of a trace instead."),
+    from_eval: Optional[Path] = typer.Option(None, "--from-eval", metavar="DIR", show_default=False,
+                                             help="Diagnose the failed items of an `eval rag|doctor --out DIR` run."),
+    limit: int = typer.Option(0, "--limit", min=0, help="--from-eval: at most N failed items (0 = all)."),
+    llm: Optional[str] = LlmOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Find the layer that broke an answer: parse → chunk → retrieve → scope → gate → generate.
+
+    Give the question (--question, with --scope as in ask) or a saved trace (--trace), and what a right
+    outcome is: --expected TEXT, --gold-doc DOC, or --expect-refusal. Each layer is probed by a
+    counterfactual re-run of the trace (is the answer in the parsed text? in one chunk? where does each
+    retriever rank it? would the scope admit it? does the gate answer, and the generator answer right, with
+    the gold passage in the context?); the first layer whose probe fails is the verdict, with a fix.
+    Exit code 0 whatever the verdict; 2 for bad usage or an unusable knowledge base.
+    """
+    modes = sum(x is not None for x in (latency, from_eval)) + bool(question or trace)
+    if modes != 1:
+        raise fail("give one of --question/--trace (with an expectation), --latency TRACE_ID or --from-eval DIR")
+    if latency:
+        return _latency(kb, latency, json_out)
+    if from_eval:
+        return _from_eval(from_eval, llm, limit, json_out)
+    if question and trace:
+        raise fail("--question and --trace exclude each other: a trace already has its question")
+    from ragclinic.debugger import Debugger, Expectation
+
+    expect = Expectation((tuple(expected),) if expected else (), gold_doc or "", expect_refusal)
+    pipe = _pipeline(kb, llm, quiet=json_out)
+    try:
+        d = Debugger(pipe).diagnose(expect, question=question, scope=parse_pairs(scope, "--scope"), trace_id=trace)
+    finally:
+        pipe.kb.close()
+    if json_out:
+        print_json(d.to_json())
+        return
+    out.print(f"[bold]question:[/] {escape(d.question)}")
+    out.print(f"[bold]answer:[/] {escape(d.answer[:300])}" + ("" if d.answer_right is None else
+                                                             " [green](right)[/]" if d.answer_right else " [red](wrong)[/]"))
+    t = Table("layer", "status", "evidence", box=None, padding=(0, 1))
+    for name, r in d.layers.items():
+        t.add_row(name, f"[{_STYLE[r.status]}]{r.status}[/]", escape(str(r.evidence.get("summary", ""))[:160]))
+    out.print(t)
+    out.print(f"[bold]verdict:[/] {d.verdict}")
+    out.print(f"[bold]fix:[/] {escape(d.suggestion)}")
+    out.print(f"trace: {d.trace_id}")
+
+
+def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
+    from ragclinic.config import Settings
+    from ragclinic.debugger.latency import latency_profile
+    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic.trace.store import list_traces, load_trace
+
+    base = KnowledgeBase.open(Settings.load(kb), sync_indexes=False)
+    try:
+        trace = load_trace(base.db, trace_id)
+        others = [load_trace(base.db, r["id"]) for r in list_traces(base.db, 200, trace.debug_round_id)
+                  if r["id"] != trace.id and r["parent_id"]]
+    finally:
+        base.close()
+    prof = latency_profile(trace, others)
+    if json_out:
+        print_json(prof)
+        return
+    t = Table("layer", "ms", "share", "model calls", "model ms", "prompt tok", "completion tok",
+              title=f"{prof['question'][:60]} · {prof['total_ms']:.0f} ms", box=None, padding=(0, 1))
+    for r in prof["layers"]:
+        bold = "[bold]" if r["layer"] == prof["dominant"] else ""
+        t.add_row(f"{bold}{r['layer']}", f"{r['ms']:.0f}", f"{r['share']:.0%}", str(r["model_calls"]),
+                  f"{r['model_ms']:.0f}", str(r["prompt_tokens"]), str(r["completion_tokens"]))
+    out.print(t)
+    out.print(f"dominant layer: {prof['dominant']}")
+    if "reruns" in prof:
+        x = prof["reruns"]
+        out.print(f"re-runs in this round: {x['traces']} traces, {x['ms']:.0f} ms, {x['model_calls']} model calls")
+
+
+def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> None:
+    from ragclinic.cli.eval import _progress
+    from ragclinic.debugger.from_eval import diagnose_eval
+    from ragclinic.pipeline.runner import load_language_model
+
+    loaded: dict = {}
+
+    def model(settings):
+        if "lm" not in loaded:
+            s = settings.model_copy(update={"llm": llm}) if llm else settings
+            loaded["lm"], _ = load_language_model(s, None if json_out else
+                                                  (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}")))
+        return loaded["lm"]
+
+    with _progress(json_out) as tick:
+        res = diagnose_eval(folder, model, limit=limit, progress=tick)
+    if json_out:
+        print_json(res)
+        return
+    out.print(f"{res['failed']} failed items ({res['arm']} arm) in {folder}")
+    t = Table("layer", "faults", "example", box=None, padding=(0, 1))
+    for layer, n in res["faults"].items():
+        ex = res["examples"][layer][0]
+        t.add_row(layer, str(n), escape(f"{ex['question'][:40]} — {ex['summary'][:90]}"))
+    out.print(t)

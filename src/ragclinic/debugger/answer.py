@@ -1,0 +1,113 @@
+"""The answer-side probes, by counterfactual re-runs of the recorded trace (the doctor's restart-from-layer
+mechanism). gate: with the gold chunk in the context, does the gate let the question through — and with no
+evidence, did it answer anyway? generate: with the gold chunk injected and everything else fixed, does the
+generator answer right? The bad answer's claim-level support is reported alongside."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
+from ragclinic.pipeline.state import AskState
+from ragclinic.types import Passage
+
+
+def _with_gold(case: Case, force_answer: bool = False):
+    """A change putting the gold chunk first in the context (the rest kept up to context_k) and, for the
+    generate probe, the gate's decision set to answer."""
+    gold = case.gold_hits[:1]
+    docs = case.kb.db.doc_infos([h.chunk.doc_id for h in gold])
+
+    def change(state: AskState) -> AskState:
+        ids = {h.chunk.id for h in gold}
+        kept = [p for p in state.passages if p.chunk.id not in ids]
+        k = max(1, state.request.context_k)
+        new = [Passage(0, h, docs[h.chunk.doc_id]) for h in gold if h.chunk.doc_id in docs] + kept
+        passages = tuple(replace(p, n=i) for i, p in enumerate(new[:k], start=1))
+        out = replace(state, passages=passages)
+        if force_answer and state.decision is not None and state.decision.route != "answer":
+            out = replace(out, decision=replace(state.decision, route="answer",
+                                                reason="debugger: answer forced to test the generator"))
+        return out
+
+    return change
+
+
+def _gold_in_context(case: Case) -> int | None:
+    gold = case.gold_ids()
+    return next((p["n"] for p in case.passages() if p["hit"]["chunk"]["id"] in gold), None)
+
+
+def probe_gate(case: Case) -> LayerReport:
+    span = case.trace.span("gate")
+    decision: dict[str, Any] = span.outputs.get("decision", {}) if span else {}
+    if case.expect.expect_refusal:
+        if decision.get("route") == "answer" and not case.trace.final.get("refused"):
+            score = decision.get("evidence_score", 0.0)
+            return fault(f"the gate answered though no passage should support an answer ({decision.get('reason')})",
+                         f"gate answered with evidence score {score:.2f} and no real evidence: raise "
+                         f"{_threshold_name(decision)} above {score:.2f}", decision=decision)
+        return ok("the question was refused" + (" by the gate" if decision.get("route") != "answer" else
+                                                " (the generator declined)"), decision=decision)
+    if not case.gold_hits:
+        return not_reached("no gold chunk to put in the context")
+    if case.satisfied:
+        return ok("the answer is right", decision=decision)
+    if _gold_in_context(case) is not None and decision.get("route") == "answer":
+        case.counterfactual = (None, case.trace)
+        return ok(f"the gold chunk was in the context and the gate answered ({decision.get('reason')})",
+                  decision=decision)
+    state, trace = case.pipeline.rerun(case.trace, "gate", change=_with_gold(case))
+    case.counterfactual = (state, trace)
+    d = state.decision
+    if d.route != "answer":
+        return fault(f"with the gold chunk in the context the gate still says {d.route}: {d.reason}",
+                     f"gate refused with {d.reason}: lower {_threshold_name(decision)} or check the judge on this "
+                     "passage", decision={"route": d.route, "evidence_score": d.evidence_score, "reason": d.reason},
+                     counterfactual_trace=trace.id)
+    return ok(f"with the gold chunk in the context the gate answers ({d.reason})", counterfactual_trace=trace.id)
+
+
+def _threshold_name(decision: dict[str, Any]) -> str:
+    return "gate_threshold_lexical" if "lexical" in str(decision.get("reason", "")) else "gate_threshold_judge"
+
+
+def probe_generate(case: Case) -> LayerReport:
+    final = case.trace.final
+    claims = [{"text": c.get("text", "")[:160], "verdict": c.get("verdict")} for c in final.get("claims", [])]
+    if case.expect.expect_refusal:
+        if final.get("refused"):
+            return ok("nothing was generated: refused") if final.get("generator") == "template" else \
+                ok("the generator declined to answer")
+        return fault("the generator stated an answer no passage should support",
+                     "the generator answered without evidence: let it decline (a stronger model, or the doctor's "
+                     "weak-answer refusal)", answer=final.get("answer", "")[:300], claims=claims)
+    if not case.gold_hits:
+        return not_reached("no gold chunk to inject")
+    if case.satisfied:
+        return ok("the answer is right", claims=claims)
+    state, trace = case.counterfactual or (None, None)
+    if trace is None or (state is not None and state.decision.route != "answer"):
+        state, trace = case.pipeline.rerun(case.trace, "generate", change=_with_gold(case, force_answer=True))
+    answer = state.answer.to_json() if state is not None else trace.final
+    gold = case.gold_ids()
+    gold_n = (next((p.n for p in state.passages if p.chunk.id in gold), None) if state is not None
+              else _gold_n(trace, gold))
+    right = case.expect.satisfied_by(answer)
+    if right is None:  # only the gold document is known: did the answer use it?
+        right = any(c.get("chunk_id") in case.gold_ids() for c in answer.get("citations", []))
+    if right:
+        return ok("with the gold chunk injected the generator answers right", answer=answer.get("answer", "")[:300],
+                  counterfactual_trace=trace.id)
+    where = f"passage [{gold_n}]" if gold_n else "the gold passage"
+    return fault(f"with the gold chunk injected as {where} the generator still answers wrong",
+                 f"generator ignored {where} that states the answer: try a stronger model (--llm), fewer passages "
+                 "(context_k), or the doctor's refine treatment", answer=answer.get("answer", "")[:300],
+                 claims=claims, counterfactual_trace=trace.id)
+
+
+def _gold_n(trace, gold: set[str]) -> int | None:
+    span = trace.span("gate") or trace.span("scope")
+    passages = span.outputs.get("passages", []) if span else []
+    return next((p["n"] for p in passages if p["hit"]["chunk"]["id"] in gold), None)

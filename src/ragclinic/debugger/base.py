@@ -1,0 +1,154 @@
+"""What the debugger's probes share: the expectation, a layer's report, the case under examination, and
+finding an answer in text the way a reader would (ignoring case, width, spacing and line-break hyphens).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragclinic.eval.metrics import answer_correct
+from ragclinic.types import Chunk, Hit
+
+LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
+STATUSES = ("ok", "fault", "not_reached")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a correct outcome is: an expected answer (parts × alternatives, as in the eval sets), the
+    document that should have been used, or a refusal."""
+
+    answers: tuple[tuple[str, ...], ...] = ()
+    gold_doc: str = ""  # a doc id, source path, or record key
+    expect_refusal: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.answers or self.gold_doc or self.expect_refusal):
+            from ragclinic.errors import RagclinicError
+
+            raise RagclinicError("say what a correct outcome is: --expected TEXT, --gold-doc DOC or --expect-refusal")
+
+    @property
+    def texts(self) -> list[str]:
+        return [a for alts in self.answers for a in alts]
+
+    def satisfied_by(self, answer: dict[str, Any]) -> bool | None:
+        """Whether an answer (its JSON) is right; None when only the gold document is known."""
+        if self.expect_refusal:
+            return bool(answer.get("refused"))
+        if not self.answers:
+            return None
+        return not answer.get("refused") and answer_correct(answer.get("answer", ""), self.answers)
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    status: str  # ok | fault | not_reached
+    evidence: dict[str, Any]
+    suggestion: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "evidence": self.evidence, **({"suggestion": self.suggestion}
+                                                                    if self.suggestion else {})}
+
+
+def ok(summary: str, **evidence) -> LayerReport:
+    return LayerReport("ok", {"summary": summary, **evidence})
+
+
+def fault(summary: str, suggestion: str, **evidence) -> LayerReport:
+    return LayerReport("fault", {"summary": summary, **evidence}, suggestion)
+
+
+def not_reached(summary: str, **evidence) -> LayerReport:
+    return LayerReport("not_reached", {"summary": summary, **evidence})
+
+
+@dataclass
+class Case:
+    """The question under examination and what the probes learn, in data-flow order (parse finds the gold
+    documents, chunk the gold chunks, retrieve their ranks...)."""
+
+    pipeline: Any  # ragclinic.pipeline.runner.Pipeline
+    trace: Any  # the Trace being explained
+    expect: Expectation
+    gold_docs: list[dict[str, Any]] = field(default_factory=list)  # rows: doc_id, path, record_key, text, tags
+    located: dict[str, tuple[int, int]] = field(default_factory=dict)  # doc_id → answer span in the parsed text
+    gold_chunks: list[tuple[int, Chunk]] = field(default_factory=list)  # (rowid, chunk)
+    gold_hits: list[Hit] = field(default_factory=list)  # the gold chunks as hits (for injection)
+    satisfied: bool | None = None  # is the trace's answer right (None: only the gold document is known)
+    counterfactual: tuple | None = None  # (state, trace) of the gate probe's re-run with the gold chunk
+
+    @property
+    def kb(self):
+        return self.pipeline.kb
+
+    @property
+    def request(self) -> dict[str, Any]:
+        return self.trace.request
+
+    def passages(self) -> list[dict[str, Any]]:
+        span = self.trace.span("gate") or self.trace.span("scope")
+        return span.outputs.get("passages", []) if span else []
+
+    def hits(self) -> list[dict[str, Any]]:
+        span = self.trace.span("retrieve")
+        return span.outputs.get("hits", []) if span else []
+
+    def gold_ids(self) -> set[str]:
+        return {c.id for _, c in self.gold_chunks}
+
+
+# ---------------------------------------------------------------- finding an answer in text
+_SOFT = "\u00ad\u200b\u200c\u200d\ufeff"
+
+
+def fold(text: str) -> tuple[str, list[int]]:
+    """NFKC + lower case, character by character, with each folded character's offset in ``text``."""
+    out, where = [], []
+    for i, ch in enumerate(text):
+        for c in unicodedata.normalize("NFKC", ch).lower():
+            out.append(c)
+            where.append(i)
+    return "".join(out), where
+
+
+def _pattern(answer: str, loose: bool) -> re.Pattern[str] | None:
+    """Answer characters in order; between them whitespace (and, ``loose``, hyphens and soft breaks) may
+    appear or vanish."""
+    folded, _ = fold(answer)
+    chars = [c for c in folded if not c.isspace() and (not loose or c not in "-‐‑" + _SOFT)]
+    if not chars:
+        return None
+    gap = r"[\s\-‐‑" + _SOFT + r"]*" if loose else r"\s*"
+    return re.compile(gap.join(re.escape(c) for c in chars))
+
+
+def locate(answer: str, text: str, *, loose: bool = False) -> tuple[int, int] | None:
+    """The span of ``answer`` in ``text`` (case, width and spacing ignored; ``loose`` also ignores hyphens
+    and soft breaks), in ``text``'s own offsets."""
+    pat = _pattern(answer, loose)
+    if pat is None:
+        return None
+    folded, where = fold(text)
+    m = pat.search(folded)
+    if not m:
+        return None
+    return where[m.start()], where[m.end() - 1] + 1
+
+
+def locate_any(answers: list[str], text: str, *, loose: bool = False) -> tuple[str, tuple[int, int]] | None:
+    for a in sorted(answers, key=len, reverse=True):
+        if (span := locate(a, text, loose=loose)) is not None:
+            return a, span
+    return None
+
+
+def around(text: str, span: tuple[int, int], width: int = 40) -> str:
+    a, b = span
+    return (("…" if a > width else "") + text[max(0, a - width):a] + "⟦" + text[a:b] + "⟧" + text[b:b + width]
+            + ("…" if b + width < len(text) else "")).replace("\n", "⏎")
+

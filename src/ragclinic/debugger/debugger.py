@@ -1,0 +1,78 @@
+"""The six-layer debugger: counterfactual probes over a recorded trace name the layer that broke a bad
+answer — parse → chunk → retrieve → scope → gate → generate, the first layer in data-flow order whose probe
+fails — with each layer's evidence and a fix at that layer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ragclinic.debugger.answer import probe_gate, probe_generate
+from ragclinic.debugger.base import LAYERS, Case, Expectation, LayerReport, not_reached
+from ragclinic.debugger.search import probe_retrieve, probe_scope
+from ragclinic.debugger.source import probe_chunk, probe_parse
+from ragclinic.errors import RagclinicError
+
+PROBES: dict[str, Callable[[Case], LayerReport]] = {
+    "parse": probe_parse, "chunk": probe_chunk, "retrieve": probe_retrieve,
+    "scope": probe_scope, "gate": probe_gate, "generate": probe_generate,
+}
+assert tuple(PROBES) == LAYERS
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    verdict: str  # a layer, or "none" when the answer is right (or no probe failed)
+    layers: dict[str, LayerReport]
+    suggestion: str
+    trace_id: str
+    question: str
+    answer: str
+    answer_right: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `ragclinic diagnose --json` contract (extended, never renamed)."""
+        return {"verdict": self.verdict, "layers": {k: v.to_json() for k, v in self.layers.items()},
+                "suggestion": self.suggestion, "trace_id": self.trace_id, "question": self.question,
+                "answer": self.answer, "answer_right": self.answer_right}
+
+
+class Debugger:
+    def __init__(self, pipeline) -> None:
+        self.pipeline = pipeline
+
+    def diagnose(self, expect: Expectation, *, question: str | None = None, scope: dict[str, str] | None = None,
+                 trace_id: str | None = None) -> Diagnosis:
+        """Explain the answer of ``trace_id`` (or of asking ``question`` now, without the doctor)."""
+        if trace_id:
+            from ragclinic.trace.store import load_trace
+
+            trace = load_trace(self.pipeline.kb.db, trace_id)
+        elif question:
+            _, trace = self.pipeline.ask(question, scope)
+        else:
+            raise RagclinicError("give a question (--question) or a trace id (--trace) to diagnose")
+        case = Case(self.pipeline, trace, expect)
+        case.satisfied = expect.satisfied_by(trace.final)
+        layers = {name: _run(probe, case) for name, probe in PROBES.items()}
+        first = next((name for name in LAYERS if layers[name].status == "fault"), None)
+        verdict = "none" if case.satisfied or first is None else first
+        if verdict != "none":
+            suggestion = layers[verdict].suggestion
+        elif case.satisfied:
+            suggestion = "the answer is right: nothing to fix"
+        elif case.satisfied is None:
+            suggestion = "no probe failed: the gold document was found, kept and used"
+        else:
+            suggestion = ("no probe failed, yet the answer is wrong: check the expected answer, or ask again "
+                          "(each probe re-ran with the gold passage and got it right)")
+        return Diagnosis(verdict, layers, suggestion, trace.id, trace.query, trace.final.get("answer", ""),
+                         case.satisfied)
+
+
+def _run(probe: Callable[[Case], LayerReport], case: Case) -> LayerReport:
+    try:
+        return probe(case)
+    except RagclinicError as e:  # a probe that cannot run says why; the others still report
+        return not_reached(f"the probe could not run: {e}")

@@ -1,0 +1,70 @@
+"""The debugger over an evaluation run's failed items: "where is my system losing points?" Each failed row
+of ``items.jsonl`` is diagnosed on the knowledge base it ran on (the rag and doctor tasks keep them), from
+its recorded trace, and the verdicts are counted per layer with example items."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragclinic.debugger.base import LAYERS, Expectation
+from ragclinic.debugger.debugger import Debugger
+from ragclinic.errors import RagclinicError
+
+
+def failed_rows(folder: Path) -> tuple[list[dict[str, Any]], str]:
+    """The rows answered wrong (by the doctor's arm when the run had one, else the baseline's)."""
+    path = folder / "items.jsonl"
+    if not path.is_file():
+        raise RagclinicError(f"{folder}: no items.jsonl (give the --out folder of `ragclinic eval rag` or `doctor`)")
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut by a killed run
+    arm = "doctor" if any(r.get("doctor") for r in rows) else "baseline"
+    bad = [r for r in rows if r.get(arm) and "kb" in r and not _right(r, r[arm])]
+    return bad, arm
+
+
+def _right(row: dict[str, Any], arm: dict[str, Any]) -> bool:
+    return arm["refused"] if row["expect_refusal"] else arm["correct"]
+
+
+def diagnose_eval(folder: Path, load_model: Callable[[Any], Any], *, limit: int = 0,
+                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    from ragclinic.config import Settings
+    from ragclinic.pipeline.runner import Pipeline
+    from ragclinic.store.kb import KnowledgeBase
+
+    bad, arm = failed_rows(folder)
+    bad = bad[:limit] if limit else bad
+    items, counts = [], Counter()
+    for i, row in enumerate(bad, start=1):
+        settings = Settings.load(Path(row["kb"]))
+        kb = KnowledgeBase.open(settings, sync_indexes=False)
+        try:
+            expect = Expectation(tuple(tuple(a) for a in row["expected"]), expect_refusal=row["expect_refusal"])
+            d = Debugger(Pipeline(kb, lm=load_model(settings))).diagnose(expect, trace_id=row[arm]["trace_id"])
+        except RagclinicError as e:
+            items.append({"key": row["key"], "question": row["question"], "verdict": "error", "summary": str(e)})
+            counts["error"] += 1
+            continue
+        finally:
+            kb.close()
+        counts[d.verdict] += 1
+        items.append({"key": row["key"], "setting": row.get("setting"), "question": row["question"],
+                      "verdict": d.verdict, "summary": d.layers[d.verdict].evidence.get("summary", "")
+                      if d.verdict in d.layers else d.suggestion, "suggestion": d.suggestion,
+                      "trace_id": d.trace_id, "kb": row["kb"]})
+        if progress:
+            progress(i, len(bad))
+    order = [*LAYERS, "none", "error"]
+    faults = {k: counts[k] for k in order if counts[k]}
+    examples = {k: [x for x in items if x["verdict"] == k][:3] for k in faults}
+    return {"folder": str(folder), "arm": arm, "failed": len(bad), "faults": faults, "examples": examples,
+            "items": items}

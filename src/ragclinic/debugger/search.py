@@ -1,0 +1,146 @@
+"""The search-side probes. retrieve: where does each retriever rank the gold chunk, against the top-k cut,
+and why did it miss (terms the chunk lacks, low embedding similarity, a chunk too short to carry meaning)?
+scope: would the gold chunk pass the filters and policies used, and if it was retrieved, what kept it out
+of the context?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
+from ragclinic.pipeline.scope.filters import Scope, resolve
+from ragclinic.text.support import content_terms
+
+DEPTH = 100  # how deep each retriever is searched for the gold chunk
+SHORT_CHUNK = 12  # tokens: below this a chunk rarely carries enough meaning to be found
+
+
+def _ranks(case: Case) -> dict[str, int | None]:
+    """Each retriever's 1-based rank of the best gold chunk over the whole knowledge base (no filter)."""
+    from ragclinic.pipeline.retrieve import create_retriever
+
+    gold = case.gold_ids()
+    out: dict[str, int | None] = {}
+    for name in ("lexical", "dense", "hybrid"):
+        if name != "lexical" and case.kb.embedder is None:
+            continue
+        hits = create_retriever(case.kb, name).retrieve(case.trace.query, DEPTH)
+        out[name] = next((i for i, h in enumerate(hits, start=1) if h.chunk.id in gold), None)
+    return out
+
+
+def _allowed(case: Case) -> tuple[bool, str]:
+    """Whether the request's scope admits a gold document, and if not, the rule that excludes it."""
+    req = case.request
+    scope = Scope.parse(dict(req.get("scope_pairs", ())) or dict(case.trace.scope))
+    res = resolve(case.kb.db, scope, newest_only=case.kb.settings.scope_newest_version)
+    gold_rows = {r for r, _ in case.gold_chunks}
+    if res.allowed is None or gold_rows & res.allowed:
+        return True, ""
+    d = next((d for d in case.gold_docs if d["doc_id"] in {c.doc_id for _, c in case.gold_chunks}), None)
+    if d is None:
+        return False, "outside the scope"
+    for key, value in dict(case.trace.scope).items():
+        if not Scope.parse({key: value}).matches(d["doc_id"], d["path"], d["record_key"], d["mtime"], d["tags"]):
+            has = d["tags"].get(key)
+            return False, f"--scope {key}={value}" + (f" (the document has {key}={has})" if has is not None else
+                                                       " (the document does not match)")
+    why = res.excluded.get(d["doc_id"])
+    return False, f"version=latest: {why}" if why else "the scope policies"
+
+
+def probe_retrieve(case: Case) -> LayerReport:
+    if not case.gold_chunks:
+        if case.expect.expect_refusal:
+            return ok("nothing should be retrieved: the question should be refused")
+        return not_reached("no gold chunk to look for")
+    hits = case.hits()
+    gold = case.gold_ids()
+    top_k = case.request.get("top_k", len(hits))
+    rank = next((i for i, h in enumerate(hits, start=1) if h["chunk"]["id"] in gold), None)
+    if rank is not None:
+        return ok(f"the gold chunk was retrieved at rank {rank} of {top_k}", rank=rank, top_k=top_k)
+    allowed, rule = _allowed(case)
+    ranks = _ranks(case)
+    if not allowed:
+        return ok(f"the gold chunk was outside the scope ({rule}), so no retriever could return it (see scope)",
+                  ranks_unfiltered=ranks)
+    used = case.request.get("retriever", "hybrid")
+    return fault(_miss_summary(ranks, used, top_k), _miss_fix(case, ranks, used, top_k), ranks=ranks,
+                 top_k=top_k, retriever=used, reasons=_miss_reasons(case, ranks))
+
+
+def _miss_summary(ranks: dict[str, int | None], used: str, top_k: int) -> str:
+    shown = ", ".join(f"{n} {r if r else f'>{DEPTH}'}" for n, r in ranks.items())
+    return f"the gold chunk is not in the top {top_k} of {used} (ranks: {shown})"
+
+
+def _miss_reasons(case: Case, ranks: dict[str, int | None]) -> list[str]:
+    chunk = case.gold_chunks[0][1]
+    q_terms = content_terms(case.trace.query)
+    missing = sorted(q_terms - content_terms(chunk.text))
+    reasons = []
+    if q_terms and len(missing) >= max(1, len(q_terms) / 2):
+        reasons.append("term mismatch: the chunk lacks " + ", ".join(missing[:6]))
+    if ranks.get("dense") is None or (ranks.get("dense") or 0) > 20:
+        reasons.append("low embedding similarity")
+    if chunk.tokens < SHORT_CHUNK:
+        reasons.append(f"chunk too short to carry meaning ({chunk.tokens} tokens)")
+    return reasons or ["outranked by other chunks"]
+
+
+def _miss_fix(case: Case, ranks: dict[str, int | None], used: str, top_k: int) -> str:
+    found = {n: r for n, r in ranks.items() if r is not None}
+    shown = ", ".join(f"{r} by {n}" for n, r in found.items()) or f"not in the top {DEPTH} of any retriever"
+    better = [n for n, r in found.items() if r <= top_k and n != used]
+    reasons = _miss_reasons(case, ranks)
+    if better:
+        return f"gold chunk ranked {shown}: retrieve with {better[0]} (--retriever / settings retriever)"
+    if any(r.startswith("term mismatch") for r in reasons):
+        return (f"gold chunk ranked {shown}: term mismatch ({reasons[0].split('lacks ')[1]}), enable expansion "
+                "(the doctor's expand_terms) or ask in the document's own words")
+    if any(r.startswith("chunk too short") for r in reasons):
+        return f"gold chunk ranked {shown}: the chunk is too short to be found; raise chunk_min_tokens and re-ingest"
+    best = min(found.values(), default=None)
+    if best is not None:
+        return f"gold chunk ranked {shown}: raise top_k to at least {best} or enable rerank"
+    return f"gold chunk {shown}: rewrite the question with the document's terms or enable query expansion"
+
+
+def probe_scope(case: Case) -> LayerReport:
+    if not case.gold_chunks:
+        if case.expect.expect_refusal:
+            return ok("nothing should reach the context: the question should be refused")
+        return not_reached("no gold chunk to look for")
+    allowed, rule = _allowed(case)
+    if not allowed:
+        return fault(f"the gold document is excluded by scope rule {rule}",
+                     f"excluded by scope rule {rule}: widen or drop that filter, or retag the document "
+                     "(`ragclinic kb tag`)", rule=rule)
+    gold = case.gold_ids()
+    passages = case.passages()
+    if any(p["hit"]["chunk"]["id"] in gold for p in passages):
+        n = next(p["n"] for p in passages if p["hit"]["chunk"]["id"] in gold)
+        return ok(f"the gold chunk reached the context as passage [{n}]", passage=n)
+    hits = case.hits()
+    rank = next((i for i, h in enumerate(hits, start=1) if h["chunk"]["id"] in gold), None)
+    if rank is None:
+        return ok("the gold chunk would pass the filters and policies used (it was not retrieved)")
+    return _dropped(case, rank, gold)
+
+
+def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
+    span = case.trace.span("scope")
+    excluded: list[dict[str, Any]] = span.outputs.get("excluded", []) if span else []
+    for e in excluded:
+        if e.get("chunk_id") in gold:
+            return fault(f"the gold chunk was excluded by {e.get('rule')}: {e.get('reason')}",
+                         f"excluded by scope rule {e.get('rule')}: {e.get('reason')}", rule=e.get("rule"))
+    k = case.request.get("context_k", len(case.passages()))
+    if case.request.get("max_per_doc"):
+        return fault(f"the gold chunk (rank {rank}) was dropped by the per-document cap "
+                     f"{case.request['max_per_doc']}", "raise or remove the per-document cap (max_per_doc)",
+                     rank=rank)
+    return fault(f"the gold chunk was retrieved at rank {rank} but only {k} passages reach the context",
+                 f"gold chunk ranked {rank} > context_k {k}: raise context_k to {rank} or enable rerank",
+                 rank=rank, context_k=k)

@@ -1,0 +1,165 @@
+"""The ingest-side probes. parse: is the expected answer in the parsed text of its source document, and if
+not, is it in a raw extraction of the file (then the parser lost or garbled it)? chunk: does one chunk hold
+it, or does a boundary cut through it?"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragclinic.debugger.base import Case, LayerReport, around, fault, locate_any, not_reached, ok
+from ragclinic.debugger.raw import raw_text
+from ragclinic.text.support import content_terms
+from ragclinic.types import Chunk, Hit
+
+_DOC_COLS = ("doc_id", "path", "record_key", "title", "mtime", "tags", "text")
+
+
+def documents(db, where: str = "", args: tuple = ()) -> list[dict[str, Any]]:
+    rows = db.conn.execute(f"SELECT {', '.join(_DOC_COLS)} FROM documents {where}", args)
+    return [{**dict(zip(_DOC_COLS, r)), "tags": json.loads(r[5])} for r in rows]
+
+
+def probe_parse(case: Case) -> LayerReport:
+    exp, db = case.expect, case.kb.db
+    answers = exp.texts
+    if exp.gold_doc:
+        refs = {d["doc_id"] for d in db.find_documents(exp.gold_doc)}
+        docs = documents(db, f"WHERE doc_id IN ({','.join('?' * len(refs))})", tuple(refs)) if refs else []
+        if not docs:
+            return fault(f"no document in the knowledge base matches --gold-doc {exp.gold_doc!r}",
+                         "ingest the document (`ragclinic ingest PATH`), or give its doc id, path or record key "
+                         "as `ragclinic kb list` shows it")
+    elif answers:
+        docs = [d for d in documents(db) if locate_any(answers, d["text"])]
+        if not docs:  # perhaps the parser garbled it: look in the raw text of the likeliest documents
+            docs = _likely_sources(case, answers)
+        if not docs:
+            return fault("no document in the knowledge base states the expected answer",
+                         "ingest the document that states it, or pass --gold-doc if it says it in other words",
+                         expected=answers)
+    else:
+        return ok("nothing should be found: the question should be refused")
+    case.gold_docs = docs
+    if not answers:
+        return ok(f"gold document {docs[0]['doc_id']} is in the knowledge base", documents=[d["doc_id"] for d in docs])
+    found = []
+    for d in docs:
+        if (hit := locate_any(answers, d["text"])) is not None:
+            case.located[d["doc_id"]] = hit[1]
+            found.append({"doc_id": d["doc_id"], "context": around(d["text"], hit[1])})
+    if found:
+        return ok("the expected answer is in the parsed text", found=found)
+    return _lost_in_parsing(case, docs, answers)
+
+
+def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
+    """Documents whose raw source states the answer, among those a search for the question and the answer
+    ranks first (reading every raw file of a large knowledge base would take too long)."""
+    from ragclinic.pipeline.retrieve import create_retriever
+
+    retriever = create_retriever(case.kb, "lexical")
+    ids = list(dict.fromkeys(h.chunk.doc_id for h in retriever.retrieve(
+        case.trace.query + " " + " ".join(answers), 30)))[:10]
+    docs = documents(case.kb.db, f"WHERE doc_id IN ({','.join('?' * len(ids))})", tuple(ids)) if ids else []
+    out = []
+    for d in docs:
+        try:
+            if locate_any(answers, raw_text(d["path"], d["record_key"], case.kb.settings)):
+                out.append(d)
+        except Exception:  # noqa: BLE001 - an unreadable source cannot be a candidate
+            continue
+    return out
+
+
+def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str]) -> LayerReport:
+    for d in docs:
+        raw = raw_text(d["path"], d["record_key"], case.kb.settings)
+        if (hit := locate_any(answers, raw)) is None:
+            continue
+        answer, span = hit
+        evidence = {"doc_id": d["doc_id"], "path": d["path"], "raw": around(raw, span)}
+        loose = locate_any(answers, d["text"], loose=True)
+        page = _page(raw, span[0])
+        where = f" on page {page}" if page else ""
+        if loose is not None:
+            parsed_form = d["text"][loose[1][0]:loose[1][1]]
+            evidence["parsed"] = around(d["text"], loose[1])
+            raw_form = raw[span[0]:span[1]]
+            if "-" in raw_form and "-" not in parsed_form:
+                left, _, right = raw_form.partition("-")
+                return fault(f"the parser joins '{left.strip()}-' + '{right.strip()}' into '{parsed_form}'{where}",
+                             f"parser joins '{left.strip()}-' + '{right.strip()}'{where}: a line-break hyphen was "
+                             "taken for a typesetting break; keep the hyphen for this compound (the hyphen-keep rule "
+                             "keeps compounds written unbroken elsewhere in the document, or in its word lists) or "
+                             "ingest a text, HTML or DOCX export of the source", **evidence)
+            return fault(f"the parser turns '{raw_form}' into '{parsed_form}'{where}",
+                         f"the parser alters '{raw_form}'{where}: check `ragclinic kb report {d['doc_id']}` "
+                         "(garbling, keyword retention) and re-ingest a cleaner export", **evidence)
+        return fault(f"the source states '{answer}'{where} but the parsed text does not",
+                     f"the parser drops or garbles the text around '{answer}'{where}: check `ragclinic kb report "
+                     f"{d['doc_id']}` (garbled characters, lost keywords) and re-ingest a cleaner export",
+                     **evidence)
+    return ok("the expected answer is not written in the gold document as given (a paraphrase?): later "
+              "probes use its best-matching chunk", documents=[d["doc_id"] for d in docs])
+
+
+def _page(raw: str, offset: int) -> int | None:
+    """Page number in a raw PDF extraction (pages end with a form feed)."""
+    return raw.count("\f", 0, offset) + 1 if "\f" in raw else None
+
+
+def probe_chunk(case: Case) -> LayerReport:
+    if not case.gold_docs:
+        return not_reached("no gold document to look for")
+    db = case.kb.db
+    reports, held = [], False
+    for d in case.gold_docs:
+        chunks = _chunks(db, d["doc_id"])
+        span = case.located.get(d["doc_id"])
+        if span is None:
+            best = _best_overlap(chunks, case.trace.query + " " + " ".join(case.expect.texts))
+            if best is not None:
+                case.gold_chunks.append(best)
+            continue
+        whole = [(r, c) for r, c in chunks if c.start <= span[0] and span[1] <= c.end]
+        if not whole and case.expect.texts:  # offsets aside, does a chunk's own text hold it?
+            whole = [(r, c) for r, c in chunks if locate_any(case.expect.texts, c.text)]
+        if whole:
+            case.gold_chunks = whole + case.gold_chunks  # chunks that hold the answer come first
+            held = True
+            continue
+        cut = [(r, c) for r, c in chunks if c.start < span[1] and span[0] < c.end]
+        if len(cut) >= 2:
+            a, b = cut[0][1], cut[1][1]
+            reports.append(fault(
+                f"the answer is split between chunks {a.ordinal}/{b.ordinal} of {d['doc_id']}",
+                f"answer sentence split between chunks {a.ordinal}/{b.ordinal}: raise chunk_max_tokens (now "
+                f"{case.kb.settings.chunk_max_tokens}) or overlap_max_tokens (now "
+                f"{case.kb.settings.overlap_max_tokens}) and re-ingest",
+                doc_id=d["doc_id"], boundary=f"…{a.text[-60:]}⟦|⟧{b.text[:60]}…".replace("\n", "⏎"),
+                chunks=[a.id, b.id]))
+            case.gold_chunks.extend(cut[:2])
+    _hits(case)
+    if held or (case.gold_chunks and not reports):
+        first = case.gold_chunks[0][1]
+        how = "holds" if held else "best matches (by words)"
+        return ok(f"chunk {first.ordinal} of {first.doc_id} {how} the answer", chunks=[c.id for _, c in case.gold_chunks],
+                  text=first.text[:200])
+    return reports[0] if reports else not_reached("the gold document has no chunks")
+
+
+def _chunks(db, doc_id: str) -> list[tuple[int, Chunk]]:
+    rowids = [r for (r,) in db.conn.execute("SELECT rowid FROM chunks WHERE doc_id = ? ORDER BY ordinal", [doc_id])]
+    by = db.chunks_by_rowid(rowids)
+    return [(r, by[r]) for r in rowids if r in by]
+
+
+def _best_overlap(chunks: list[tuple[int, Chunk]], text: str) -> tuple[int, Chunk] | None:
+    want = content_terms(text)
+    scored = [(len(want & content_terms(c.text)), -c.ordinal, (r, c)) for r, c in chunks]
+    return max(scored)[2] if scored else None
+
+
+def _hits(case: Case) -> None:
+    case.gold_hits = [Hit(c, 0.0, (), r) for r, c in case.gold_chunks]
