@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval clean
+.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ bench-ask: install
 
 bench-gate: install
 	$(PY) bench/gate_calibration_bench.py --limit 100 --judge-pairs 40 --llm local
+
+## Debugger localisation on the fault suite (no language model; ~15 min).
+bench-debugger: install
+	RAGCLINIC_CACHE_DIR=$(BENCH_CACHE)/cache $(PY) bench/debugger_fault_bench.py --per-language 20
 
 ## The published evaluation figures, each from the user-facing `ragclinic eval` command (~1 h 45 min with the 1.5B model).
 DATA ?= ../shared/data

@@ -148,3 +148,23 @@ def test_an_expectation_is_required_and_locate_ignores_form():
     assert locate("risk-free", "the Risk-\nfree rate", loose=False) is not None
     assert locate("risk-free", "the riskfree rate") is None and locate("risk-free", "the riskfree rate", loose=True)
     assert locate("７０", "共有70个议席") == (2, 4)
+
+
+ZH_HTML = """<html><head><title>退货政策</title></head><body><nav><a href='/'>首页</a></nav><article><h1>退货政策</h1>
+<p>我们接受未使用且包装完好的商品退货。退货时请附上购物小票。</p><p>退款会在仓库检查商品之后原路退回到付款账户。</p></article>
+<aside class="sidebar"><p>重要提示：退款期限为收货后四十五天。</p></aside><footer><p>版权所有 2024</p></footer></body></html>"""
+
+
+def test_chinese_parse_and_scope_faults(tmp_path):
+    base = build_kb(tmp_path, {"policy.html": ZH_HTML, "a.md": "# 奖金\n\n2019年的奖金在三月发放。\n",
+                               "b.md": "# 调薪\n\n2020年的调薪在六月进行。\n"},
+                    {"a.md": {"year": "2019"}, "b.md": {"year": "2020"}})
+    try:
+        parse = _run(base, Expectation((("四十五天",),)), "退款期限是多久？")
+        scope = _run(base, Expectation((("三月",),)), "奖金在什么时候发放？", scope={"year": "2020"})
+        right = _run(base, Expectation((("三月",),)), "奖金在什么时候发放？")
+    finally:
+        base.close()
+    assert parse.verdict == "parse" and "四十五天" in parse.layers["parse"].evidence["raw"]
+    assert scope.verdict == "scope" and "year=2019" in scope.suggestion
+    assert right.verdict == "none" and right.answer_right
