@@ -86,27 +86,25 @@ def _build(it: QAItem, fault: str, rng: random.Random) -> tuple[tuple[str, ...],
 
 
 def ambiguous_rewrite(question: str) -> str:
-    """The question with its subject replaced by a pronoun, so that at most one content term is left
-    ("2022年冬奥会在哪里举办？" → "它在哪里举办？", "When was the Eiffel Tower completed?" → "When was it
-    completed?"); "" when the question has no subject to replace that way."""
+    """The question with its subject replaced by a pronoun, leaving at most two content terms and no name
+    ("第一届进博会在哪里举办？" → "它在哪里举办？", "When was the Eiffel Tower completed?" → "When was it
+    completed?"); "" when the question has no subject to replace that way (the item then has no
+    ambiguous case)."""
     from ragclinic.text.lang import detect_language
     from ragclinic.text.support import content_terms
 
     if detect_language(question) == "zh":
-        q, placed = question, False
-        for term in sorted(content_terms(question), key=len, reverse=True):
-            if len(content_terms(q)) <= 1:
-                break
-            if (i := q.find(term)) >= 0:
-                q = q[:i] + ("" if placed else PRONOUN["zh"]) + q[i + len(term):]
-                placed = True
+        # the subject is what precedes the first of 的, a copula or a preposition: "…的导演", "…在哪里", "…是谁"
+        m = _ZH_LINK.search(question, 2)
+        q = PRONOUN["zh"] + question[m.start():] if m else question
     else:
         m = _EN_NAME.search(question, 1) or _EN_PHRASE.search(question)
         q = question[:m.start()] + PRONOUN["en"] + question[m.end():] if m else question
     q = re.sub(r"\s{2,}", " ", q).strip()
-    return q if q != question and len(content_terms(q)) <= 1 else ""
+    return q if q != question and len(content_terms(q)) <= 2 and not _EN_NAME.search(q, 1) else ""
 
 
+_ZH_LINK = re.compile(r"的|在|是|有|于")
 # A capitalised name (not the question's first word), names joined by of/in/the/de/and; or a determiner and
 # what follows it up to the question mark.
 _EN_NAME = re.compile(r"(?:\b(?:the|a|an)\s+)?\b[A-Z][\w'-]*(?:\s+(?:(?:of|in|the|de|and|for)\s+)*[A-Z][\w'-]*)*")
