@@ -68,6 +68,10 @@ def test_from_eval_counts_faults_per_layer(tmp_path, monkeypatch):
     assert failed and d["failed"] == len(failed) and sum(d["faults"].values()) == len(failed)
     assert all(i["verdict"] in (*LAYERS, "none") for i in d["items"])
     assert set(d["examples"]) == set(d["faults"])
+    # the run's report gains the faults per layer
+    assert json.loads((out / "diagnosis.json").read_text(encoding="utf-8"))["failed"] == len(failed)
+    assert "Where the failed items broke" in (out / "report.md").read_text(encoding="utf-8")
+    assert (out / "faults_by_layer.png").stat().st_size > 1000
 
 
 def test_bad_usage_exits_2(kb_dir, tmp_path):

@@ -114,7 +114,7 @@ def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
 
 def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> None:
     from ragclinic.cli.eval import _progress
-    from ragclinic.debugger.from_eval import diagnose_eval
+    from ragclinic.debugger.from_eval import diagnose_eval, refresh_report
     from ragclinic.pipeline.runner import load_language_model
 
     loaded: dict = {}
@@ -128,6 +128,7 @@ def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> 
 
     with _progress(json_out) as tick:
         res = diagnose_eval(folder, model, limit=limit, progress=tick)
+    refresh_report(folder, res)
     if json_out:
         print_json(res)
         return

@@ -68,3 +68,21 @@ def diagnose_eval(folder: Path, load_model: Callable[[Any], Any], *, limit: int 
     examples = {k: [x for x in items if x["verdict"] == k][:3] for k in faults}
     return {"folder": str(folder), "arm": arm, "failed": len(bad), "faults": faults, "examples": examples,
             "items": items}
+
+
+def refresh_report(folder: Path, diagnosis: dict[str, Any]) -> None:
+    """Save the diagnosis beside the run and re-write its report with a faults-per-layer section and plot."""
+    (folder / "diagnosis.json").write_text(json.dumps(diagnosis, ensure_ascii=False, indent=2), encoding="utf-8")
+    results = folder / "results.json"
+    if not results.is_file():
+        return
+    from ragclinic.eval.report import write_rag_report
+
+    rows = []
+    for line in (folder / "items.jsonl").read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    result = json.loads(results.read_text(encoding="utf-8"))
+    write_rag_report(folder, {**result, "dataset": result.get("dataset", "")}, rows)

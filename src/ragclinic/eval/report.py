@@ -9,6 +9,7 @@ to it, so a bad item opens with ``ragclinic trace show ID --kb KB``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -50,6 +51,10 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
                       if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
     if "faults" in result:
         md += _fault_tables(result["faults"])
+    diagnosis = folder / "diagnosis.json"
+    if diagnosis.is_file():  # written by `ragclinic diagnose --from-eval FOLDER`
+        md += _diagnosis_section(json.loads(diagnosis.read_text(encoding="utf-8")))
+        images.append(_fault_bar(folder, json.loads(diagnosis.read_text(encoding="utf-8"))))
     md += [""] + [f"![{p.stem}]({p.name})" for p in images]
     worst = [r for r in rows if r.get(arms[-1]) and not r["expect_refusal"] and not r[arms[-1]]["correct"]][:10]
     if worst:
@@ -61,6 +66,23 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     write_html(path)
     return path
+
+
+def _diagnosis_section(d: dict[str, Any]) -> list[str]:
+    md = ["", f"## Where the failed items broke ({d['failed']} items, `ragclinic diagnose --from-eval`)", "",
+          "| layer | failed items | example | fix |", "|---|---|---|---|"]
+    for layer, n in d["faults"].items():
+        ex = d["examples"][layer][0]
+        md.append(f"| {layer} | {n} | {_cell(ex['question'][:50])} | {_cell(str(ex.get('suggestion', ''))[:90])} |")
+    return md
+
+
+def _fault_bar(folder: Path, d: dict[str, Any]) -> Path:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.bar(list(d["faults"]), list(d["faults"].values()), color="firebrick")
+    ax.set(title="failed items per faulty layer (debugger)", ylabel="items")
+    return _save(fig, folder / "faults_by_layer.png", plt)
 
 
 def _fault_tables(faults: dict[str, Any]) -> list[str]:
