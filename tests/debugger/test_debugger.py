@@ -3,6 +3,8 @@ order, and the text locating the probes rely on."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from helpers import BOND_DOCS, build_kb
 
@@ -125,12 +127,17 @@ def test_generate_fault_when_the_model_ignores_the_context(kb):
     assert "ignored passage [1]" in d.suggestion
 
 
-def test_gold_doc_alone_is_an_expectation(kb):
-    d = _run(kb, Expectation(gold_doc=str(kb.db.find_documents(kb.db.documents()[0]["doc_id"])[0]["doc_id"])),
-             DURATION_Q)
-    assert d.layers["parse"].status == "ok" and d.verdict in LAYERS + ("none",)
-    missing = _run(kb, Expectation(gold_doc="no-such-doc"), PROXY_Q)
-    assert missing.verdict == "parse" and "no document" in missing.layers["parse"].evidence["summary"]
+def test_gold_doc_alone_is_an_expectation(kb, monkeypatch):
+    [doc] = [d for d in kb.db.documents() if d["path"].endswith("duration.md")]
+    d = _run(kb, Expectation(gold_doc=doc["doc_id"]), DURATION_Q)
+    assert d.answer_right is None and d.verdict == "none"
+    assert d.layers["retrieve"].status == "ok" and d.layers["generate"].status == "ok"
+    monkeypatch.chdir(Path(doc["path"]).parent)  # a relative path names the document too
+    assert _run(kb, Expectation(gold_doc="duration.md"), DURATION_Q).layers["parse"].status == "ok"
+    with pytest.raises(RagclinicError, match="kb docs"):
+        _run(kb, Expectation(gold_doc="no-such-doc"), PROXY_Q)
+    with pytest.raises(RagclinicError, match="do not combine"):
+        Expectation((("x",),), expect_refusal=True)
 
 
 def test_verdict_is_the_first_fault_in_data_flow_order(kb, monkeypatch):

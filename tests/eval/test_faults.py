@@ -64,6 +64,15 @@ def test_fault_metrics_against_hand_counts():
     assert injected["detected"] == 0.5 and injected["repair_success"] == 0.5 and injected["regression_rate"] is None
     assert m["per_fault"]["missing"]["doctor_ok"] == 1.0  # a refusal is right when evidence is missing
     assert injected["extra_lm_calls"] == 3 and m["overall"]["n"] == 5
+    # a noise case is detected by either of its symptoms: the sibling that stayed quiet is not a miss
+    noise = fault_metrics([_row("noise", ["noisy_context"], True, True), _row("noise", ["unsupported_claim"], True, True)])
+    assert noise["per_symptom"]["noisy_context"]["recall"] == 0.5 and noise["per_symptom"]["low_relevance"]["recall"] == 0.0
+    assert noise["per_symptom"]["unsupported_claim"]["precision"] is None  # not a fault's symptom: n/a
+
+
+@pytest.mark.parametrize("question", ["Who directed the film Titanic?", "谁是《小时代》的作者？"])
+def test_no_garbled_ambiguous_rewrite(question):
+    assert ambiguous_rewrite(question) == ""
 
 
 def test_cli_doctor_task_on_a_fake_model(tmp_path, monkeypatch):

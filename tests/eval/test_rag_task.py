@@ -90,6 +90,10 @@ def test_cli_ab_json_contract(tmp_path, monkeypatch):
     assert json.loads(shown.stdout)["query"] == ITEM.question
     bad = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--noise", "1.5"])
     assert bad.exit_code == 2 and "--noise" in bad.output
+    # the checkpoint resumes only the run that wrote it
+    other = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--ab", "--seed", "3",
+                                     "--noise", "0.4,neg,counterfactual", "--out", str(tmp_path / "o")])
+    assert other.exit_code == 2 and "another run" in other.output and "seed" in other.output
 
 
 def test_items_without_documents_use_the_callers_kb(tmp_path):

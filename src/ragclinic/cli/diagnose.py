@@ -62,6 +62,8 @@ def diagnose_cmd(
     from ragclinic.debugger import Debugger, Expectation
 
     expect = Expectation((tuple(expected),) if expected else (), gold_doc or "", expect_refusal)
+    if trace and llm is None:
+        llm = _trace_model(kb, trace)  # re-run with the model that answered
     pipe = _pipeline(kb, llm, quiet=json_out)
     try:
         d = Debugger(pipe).diagnose(expect, question=question, scope=parse_pairs(scope, "--scope"), trace_id=trace)
@@ -80,6 +82,18 @@ def diagnose_cmd(
     out.print(f"[bold]verdict:[/] {d.verdict}")
     out.print(f"[bold]fix:[/] {escape(d.suggestion)}")
     out.print(f"trace: {d.trace_id}")
+
+
+def _trace_model(kb: Optional[Path], trace_id: str) -> Optional[str]:
+    from ragclinic.config import Settings
+    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic.trace.store import load_trace
+
+    base = KnowledgeBase.open(Settings.load(kb), sync_indexes=False)
+    try:
+        return load_trace(base.db, trace_id).settings.get("llm")
+    finally:
+        base.close()
 
 
 def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
@@ -117,14 +131,17 @@ def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> 
     from ragclinic.debugger.from_eval import diagnose_eval, refresh_report
     from ragclinic.pipeline.runner import load_language_model
 
+    from ragclinic.config import Settings
+
     loaded: dict = {}
 
-    def model(settings):
-        if "lm" not in loaded:
-            s = settings.model_copy(update={"llm": llm}) if llm else settings
-            loaded["lm"], _ = load_language_model(s, None if json_out else
+    def model(name: str):
+        """--llm if given, else the model the run used (one load per model)."""
+        name = llm or name
+        if name not in loaded:
+            loaded[name], _ = load_language_model(Settings.load(None, llm=name), None if json_out else
                                                   (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}")))
-        return loaded["lm"]
+        return loaded[name]
 
     with _progress(json_out) as tick:
         res = diagnose_eval(folder, model, limit=limit, progress=tick)

@@ -149,6 +149,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = out_dir / "items.jsonl"
+        _same_run(out_dir, {"task": mode == "faults" and "doctor" or "rag", "dataset": data.source, "seed": seed,
+                            "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline"})
     shared = None
     if kb_dir is not None:  # items without their own documents are answered from this knowledge base
         from ragclinic.store.kb import KnowledgeBase
@@ -175,6 +177,19 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
 
         write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
+
+
+def _same_run(out_dir: Path, params: dict) -> None:
+    """A checkpoint resumes only the run that wrote it (rows of another model, seed or task would mix)."""
+    marker = out_dir / "run.json"
+    if marker.is_file() and (out_dir / "items.jsonl").is_file():
+        old = json.loads(marker.read_text(encoding="utf-8"))
+        diff = {k: (old.get(k), v) for k, v in params.items() if old.get(k) != v}
+        if diff:
+            shown = "; ".join(f"{k}: {a!r} then, {b!r} now" for k, (a, b) in diff.items())
+            raise fail(f"{out_dir} holds rows of another run ({shown}): use another --out folder, or delete its "
+                       "items.jsonl to start over")
+    marker.write_text(json.dumps(params, ensure_ascii=False, indent=2), encoding="utf-8")
 
 
 def _ratio(x: str) -> bool:

@@ -23,7 +23,8 @@ def _with_gold(case: Case, force_answer: bool = False):
         ids = {h.chunk.id for h in gold}
         kept = [p for p in state.passages if p.chunk.id not in ids]
         k = max(1, state.request.context_k)
-        new = [Passage(0, h, docs[h.chunk.doc_id]) for h in gold if h.chunk.doc_id in docs] + kept
+        top = max((p.support for p in kept), default=1.0)  # the gold passage as well supported as the best
+        new = [Passage(0, h, docs[h.chunk.doc_id], support=top) for h in gold if h.chunk.doc_id in docs] + kept
         passages = tuple(replace(p, n=i) for i, p in enumerate(new[:k], start=1))
         out = replace(state, passages=passages)
         if force_answer and state.decision is not None and state.decision.route != "answer":
@@ -43,6 +44,8 @@ def probe_gate(case: Case) -> LayerReport:
     span = case.trace.span("gate")
     decision: dict[str, Any] = span.outputs.get("decision", {}) if span else {}
     if case.expect.expect_refusal:
+        if decision.get("route") == "clarify":
+            return ok("the gate asked a clarifying question instead of answering", decision=decision)
         if decision.get("route") == "answer" and not case.trace.final.get("refused"):
             score = decision.get("evidence_score", 0.0)
             return fault(f"the gate answered though no passage should support an answer ({decision.get('reason')})",
@@ -63,7 +66,7 @@ def probe_gate(case: Case) -> LayerReport:
     d = state.decision
     if d.route != "answer":
         return fault(f"with the gold chunk in the context the gate still says {d.route}: {d.reason}",
-                     f"gate refused with {d.reason}: lower {_threshold_name(decision)} or check the judge on this "
+                     f"gate refused with {d.reason}: lower {_threshold_name({'reason': d.reason})} or check the judge on this "
                      "passage", decision={"route": d.route, "evidence_score": d.evidence_score, "reason": d.reason},
                      counterfactual_trace=trace.id)
     return ok(f"with the gold chunk in the context the gate answers ({d.reason})", counterfactual_trace=trace.id)
@@ -77,7 +80,7 @@ def probe_generate(case: Case) -> LayerReport:
     final = case.trace.final
     claims = [{"text": c.get("text", "")[:160], "verdict": c.get("verdict")} for c in final.get("claims", [])]
     if case.expect.expect_refusal:
-        if final.get("refused"):
+        if final.get("refused") or final.get("generator") == "template":
             return ok("nothing was generated: refused") if final.get("generator") == "template" else \
                 ok("the generator declined to answer")
         return fault("the generator stated an answer no passage should support",
@@ -96,7 +99,8 @@ def probe_generate(case: Case) -> LayerReport:
               else _gold_n(trace, gold))
     right = case.expect.satisfied_by(answer)
     if right is None:  # only the gold document is known: did the answer use it?
-        right = any(c.get("chunk_id") in case.gold_ids() for c in answer.get("citations", []))
+        gold_docs = {d["doc_id"] for d in case.gold_docs}
+        right = any(c.get("doc_id") in gold_docs for c in answer.get("citations", []))
     if right:
         return ok("with the gold chunk injected the generator answers right", answer=answer.get("answer", "")[:300],
                   counterfactual_trace=trace.id)

@@ -30,6 +30,11 @@ class Expectation:
             from ragclinic.errors import RagclinicError
 
             raise RagclinicError("say what a correct outcome is: --expected TEXT, --gold-doc DOC or --expect-refusal")
+        if self.expect_refusal and (self.answers or self.gold_doc):
+            from ragclinic.errors import RagclinicError
+
+            raise RagclinicError("--expect-refusal says no document answers the question: do not combine it with "
+                                 "--expected or --gold-doc")
 
     @property
     def texts(self) -> list[str]:

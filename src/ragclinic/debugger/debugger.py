@@ -53,6 +53,12 @@ class Debugger:
             _, trace = self.pipeline.ask(question, scope)
         else:
             raise RagclinicError("give a question (--question) or a trace id (--trace) to diagnose")
+        if expect.gold_doc:
+            from ragclinic.debugger.source import gold_documents
+
+            if not gold_documents(self.pipeline.kb.db, expect.gold_doc):
+                raise RagclinicError(f"--gold-doc {expect.gold_doc!r} names no document of this knowledge base; "
+                                     "`ragclinic kb docs` lists ids and paths (ingest it first if it is missing)")
         case = Case(self.pipeline, trace, expect)
         case.satisfied = expect.satisfied_by(trace.final)
         layers = {name: _run(probe, case) for name, probe in PROBES.items()}
@@ -65,8 +71,10 @@ class Debugger:
         elif case.satisfied is None:
             suggestion = "no probe failed: the gold document was found, kept and used"
         else:
-            suggestion = ("no probe failed, yet the answer is wrong: check the expected answer, or ask again "
-                          "(each probe re-ran with the gold passage and got it right)")
+            unrun = [n for n in LAYERS if layers[n].status == "not_reached"]
+            suggestion = ("no probe failed, yet the answer is wrong: " + (
+                f"the {', '.join(unrun)} probe(s) could not run (see their evidence)" if unrun else
+                "with the gold passage in place the pipeline answers right — check the expected answer"))
         return Diagnosis(verdict, layers, suggestion, trace.id, trace.query, trace.final.get("answer", ""),
                          case.satisfied)
 
@@ -74,5 +82,5 @@ class Debugger:
 def _run(probe: Callable[[Case], LayerReport], case: Case) -> LayerReport:
     try:
         return probe(case)
-    except RagclinicError as e:  # a probe that cannot run says why; the others still report
-        return not_reached(f"the probe could not run: {e}")
+    except Exception as e:  # noqa: BLE001 - a probe that cannot run says why; the others still report
+        return not_reached(f"the probe could not run: {type(e).__name__}: {e}")

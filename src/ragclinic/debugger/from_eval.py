@@ -35,46 +35,52 @@ def _right(row: dict[str, Any], arm: dict[str, Any]) -> bool:
     return arm["refused"] if row["expect_refusal"] else arm["correct"]
 
 
-def diagnose_eval(folder: Path, load_model: Callable[[Any], Any], *, limit: int = 0,
+def diagnose_eval(folder: Path, load_model: Callable[[str], Any], *, limit: int = 0,
                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     from ragclinic.config import Settings
     from ragclinic.pipeline.runner import Pipeline
     from ragclinic.store.kb import KnowledgeBase
 
-    bad, arm = failed_rows(folder)
-    bad = bad[:limit] if limit else bad
+    from ragclinic.trace.store import load_trace
+
+    all_bad, arm = failed_rows(folder)
+    bad = all_bad[:limit] if limit else all_bad
     items, counts = [], Counter()
     for i, row in enumerate(bad, start=1):
-        settings = Settings.load(Path(row["kb"]))
-        kb = KnowledgeBase.open(settings, sync_indexes=False)
+        if progress:
+            progress(i, len(bad))
+        kb = None
         try:
-            expect = Expectation(tuple(tuple(a) for a in row["expected"]), expect_refusal=row["expect_refusal"])
-            d = Debugger(Pipeline(kb, lm=load_model(settings))).diagnose(expect, trace_id=row[arm]["trace_id"])
+            kb = KnowledgeBase.open(Settings.load(Path(row["kb"])), sync_indexes=False)
+            trace = load_trace(kb.db, row[arm]["trace_id"])
+            expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
+                      Expectation(tuple(tuple(a) for a in row["expected"])))
+            lm = load_model(trace.settings.get("llm", "none"))  # the model the run used
+            d = Debugger(Pipeline(kb, lm=lm)).diagnose(expect, trace_id=trace.id)
         except RagclinicError as e:
             items.append({"key": row["key"], "question": row["question"], "verdict": "error", "summary": str(e)})
             counts["error"] += 1
             continue
         finally:
-            kb.close()
+            if kb is not None:
+                kb.close()
         counts[d.verdict] += 1
         items.append({"key": row["key"], "setting": row.get("setting"), "question": row["question"],
                       "verdict": d.verdict, "summary": d.layers[d.verdict].evidence.get("summary", "")
                       if d.verdict in d.layers else d.suggestion, "suggestion": d.suggestion,
                       "trace_id": d.trace_id, "kb": row["kb"]})
-        if progress:
-            progress(i, len(bad))
     order = [*LAYERS, "none", "error"]
     faults = {k: counts[k] for k in order if counts[k]}
     examples = {k: [x for x in items if x["verdict"] == k][:3] for k in faults}
-    return {"folder": str(folder), "arm": arm, "failed": len(bad), "faults": faults, "examples": examples,
-            "items": items}
+    return {"folder": str(folder), "arm": arm, "failed": len(all_bad), "diagnosed": len(bad), "faults": faults,
+            "examples": examples, "items": items}
 
 
 def refresh_report(folder: Path, diagnosis: dict[str, Any]) -> None:
     """Save the diagnosis beside the run and re-write its report with a faults-per-layer section and plot."""
     (folder / "diagnosis.json").write_text(json.dumps(diagnosis, ensure_ascii=False, indent=2), encoding="utf-8")
     results = folder / "results.json"
-    if not results.is_file():
+    if not results.is_file() or json.loads(results.read_text(encoding="utf-8")).get("task") not in ("rag", "doctor"):
         return
     from ragclinic.eval.report import write_rag_report
 

@@ -82,7 +82,7 @@ def _miss_reasons(case: Case, ranks: dict[str, int | None]) -> list[str]:
     reasons = []
     if q_terms and len(missing) >= max(1, len(q_terms) / 2):
         reasons.append("term mismatch: the chunk lacks " + ", ".join(missing[:6]))
-    if ranks.get("dense") is None or (ranks.get("dense") or 0) > 20:
+    if "dense" in ranks and (ranks["dense"] is None or ranks["dense"] > 20):
         reasons.append("low embedding similarity")
     if chunk.tokens < SHORT_CHUNK:
         reasons.append(f"chunk too short to carry meaning ({chunk.tokens} tokens)")
@@ -102,6 +102,9 @@ def _miss_fix(case: Case, ranks: dict[str, int | None], used: str, top_k: int) -
     if any(r.startswith("chunk too short") for r in reasons):
         return f"gold chunk ranked {shown}: the chunk is too short to be found; raise chunk_min_tokens and re-ingest"
     best = min(found.values(), default=None)
+    if best is not None and best <= top_k:
+        return (f"gold chunk ranked {shown} for the question itself, but the run's search (rerank or rewritten "
+                "queries) dropped it: check the rerank judge or the rewrite")
     if best is not None:
         return f"gold chunk ranked {shown}: raise top_k to at least {best} or enable rerank"
     return f"gold chunk {shown}: rewrite the question with the document's terms or enable query expansion"
@@ -137,10 +140,17 @@ def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
             return fault(f"the gold chunk was excluded by {e.get('rule')}: {e.get('reason')}",
                          f"excluded by scope rule {e.get('rule')}: {e.get('reason')}", rule=e.get("rule"))
     k = case.request.get("context_k", len(case.passages()))
-    if case.request.get("max_per_doc"):
-        return fault(f"the gold chunk (rank {rank}) was dropped by the per-document cap "
-                     f"{case.request['max_per_doc']}", "raise or remove the per-document cap (max_per_doc)",
-                     rank=rank)
+    cap = case.request.get("max_per_doc")
+    gold_docs = {c.doc_id for _, c in case.gold_chunks}
+    if cap and sum(p["hit"]["chunk"]["doc_id"] in gold_docs for p in case.passages()) >= cap:
+        return fault(f"the gold chunk (rank {rank}) was dropped by the per-document cap {cap}",
+                     "raise or remove the per-document cap (max_per_doc)", rank=rank)
+    if rank <= k:
+        moved = span.outputs.get("reordered_by_authority") if span else None
+        return fault(f"the gold chunk was retrieved at rank {rank} but left out of the context"
+                     + (" after authority reordering" if moved else " (its document may have been deleted)"),
+                     "check the authority policy (authority_tag / authority_boost) or re-ingest the document",
+                     rank=rank, context_k=k)
     return fault(f"the gold chunk was retrieved at rank {rank} but only {k} passages reach the context",
                  f"gold chunk ranked {rank} > context_k {k}: raise context_k to {rank} or enable rerank",
                  rank=rank, context_k=k)

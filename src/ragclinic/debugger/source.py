@@ -20,16 +20,22 @@ def documents(db, where: str = "", args: tuple = ()) -> list[dict[str, Any]]:
     return [{**dict(zip(_DOC_COLS, r)), "tags": json.loads(r[5])} for r in rows]
 
 
+def gold_documents(db, ref: str) -> list[dict[str, Any]]:
+    """Documents a --gold-doc reference names (doc id, source path — relative paths resolved —, record key)."""
+    from pathlib import Path
+
+    resolved = str(Path(ref).resolve()) if Path(ref).exists() else ref
+    ids = {d["doc_id"] for d in db.find_documents(resolved) or db.find_documents(ref)}
+    return documents(db, f"WHERE doc_id IN ({','.join('?' * len(ids))})", tuple(ids)) if ids else []
+
+
 def probe_parse(case: Case) -> LayerReport:
     exp, db = case.expect, case.kb.db
     answers = exp.texts
+    if exp.expect_refusal:
+        return ok("nothing should be found: the question should be refused")
     if exp.gold_doc:
-        refs = {d["doc_id"] for d in db.find_documents(exp.gold_doc)}
-        docs = documents(db, f"WHERE doc_id IN ({','.join('?' * len(refs))})", tuple(refs)) if refs else []
-        if not docs:
-            return fault(f"no document in the knowledge base matches --gold-doc {exp.gold_doc!r}",
-                         "ingest the document (`ragclinic ingest PATH`), or give its doc id, path or record key "
-                         "as `ragclinic kb list` shows it")
+        docs = gold_documents(db, exp.gold_doc)  # Debugger.diagnose checked that it names a document
     elif answers:
         docs = [d for d in documents(db) if locate_any(answers, d["text"])]
         if not docs:  # perhaps the parser garbled it: look in the raw text of the likeliest documents
@@ -39,7 +45,7 @@ def probe_parse(case: Case) -> LayerReport:
                          "ingest the document that states it, or pass --gold-doc if it says it in other words",
                          expected=answers)
     else:
-        return ok("nothing should be found: the question should be refused")
+        return ok("nothing to look for")
     case.gold_docs = docs
     if not answers:
         return ok(f"gold document {docs[0]['doc_id']} is in the knowledge base", documents=[d["doc_id"] for d in docs])
@@ -74,7 +80,11 @@ def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
 
 def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str]) -> LayerReport:
     for d in docs:
-        raw = raw_text(d["path"], d["record_key"], case.kb.settings)
+        try:
+            raw = raw_text(d["path"], d["record_key"], case.kb.settings)
+        except Exception as e:  # noqa: BLE001 - a source changed or gone since ingest: say so, go on
+            return not_reached(f"the raw text of {d['path']} cannot be read ({type(e).__name__}: {e}); the parsed "
+                               "text does not state the expected answer")
         if (hit := locate_any(answers, raw)) is None:
             continue
         answer, span = hit
@@ -114,13 +124,15 @@ def probe_chunk(case: Case) -> LayerReport:
         return not_reached("no gold document to look for")
     db = case.kb.db
     reports, held = [], False
+    want = case.trace.query + " " + " ".join(case.expect.texts)
     for d in case.gold_docs:
         chunks = _chunks(db, d["doc_id"])
         span = case.located.get(d["doc_id"])
         if span is None:
-            best = _best_overlap(chunks, case.trace.query + " " + " ".join(case.expect.texts))
-            if best is not None:
-                case.gold_chunks.append(best)
+            if not case.expect.texts:  # only the document is known: any of its chunks will do, best first
+                case.gold_chunks.extend(_by_overlap(chunks, want))
+            elif (best := _by_overlap(chunks, want)[:1]):
+                case.gold_chunks.extend(best)
             continue
         whole = [(r, c) for r, c in chunks if c.start <= span[0] and span[1] <= c.end]
         if not whole and case.expect.texts:  # offsets aside, does a chunk's own text hold it?
@@ -140,6 +152,9 @@ def probe_chunk(case: Case) -> LayerReport:
                 doc_id=d["doc_id"], boundary=f"…{a.text[-60:]}⟦|⟧{b.text[:60]}…".replace("\n", "⏎"),
                 chunks=[a.id, b.id]))
             case.gold_chunks.extend(cut[:2])
+        elif (best := _by_overlap(chunks, want)[:1]):  # no chunk covers the answer's offsets
+            case.gold_chunks.extend(best)
+    case.gold_chunks = _by_overlap(case.gold_chunks, case.trace.query) if not held else case.gold_chunks
     _hits(case)
     if held or (case.gold_chunks and not reports):
         first = case.gold_chunks[0][1]
@@ -155,10 +170,10 @@ def _chunks(db, doc_id: str) -> list[tuple[int, Chunk]]:
     return [(r, by[r]) for r in rowids if r in by]
 
 
-def _best_overlap(chunks: list[tuple[int, Chunk]], text: str) -> tuple[int, Chunk] | None:
+def _by_overlap(chunks: list[tuple[int, Chunk]], text: str) -> list[tuple[int, Chunk]]:
+    """Chunks by the number of ``text``'s content terms they share, most first (document order on ties)."""
     want = content_terms(text)
-    scored = [(len(want & content_terms(c.text)), -c.ordinal, (r, c)) for r, c in chunks]
-    return max(scored)[2] if scored else None
+    return sorted(chunks, key=lambda rc: (-len(want & content_terms(rc[1].text)), rc[1].ordinal))
 
 
 def _hits(case: Case) -> None:

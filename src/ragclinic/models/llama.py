@@ -48,6 +48,7 @@ class LlamaModel:
         self.model_id = f"{spec.name}:{spec.sha256[:12]}"
         self._lock = threading.Lock()  # one llama context serves one call at a time
         self._memo: OrderedDict[tuple, object] = OrderedDict()
+        self._memo_lock = threading.Lock()  # not the call lock: a recall need not wait for a running call
         self.memo_hits = 0
 
     # _fresh_state: every call starts from an empty KV cache. llama.cpp would otherwise reuse the longest
@@ -122,7 +123,7 @@ class LlamaModel:
         return probs
 
     def _recall(self, key: tuple):
-        with self._lock:
+        with self._memo_lock:
             hit = self._memo.get(key)
             if hit is not None:
                 self._memo.move_to_end(key)
@@ -130,7 +131,7 @@ class LlamaModel:
             return hit
 
     def _keep(self, key: tuple, value) -> None:
-        with self._lock:
+        with self._memo_lock:
             self._memo[key] = value
             while len(self._memo) > MEMO:
                 self._memo.popitem(last=False)

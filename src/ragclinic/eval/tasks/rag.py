@@ -99,8 +99,10 @@ def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
 
 
 def case_dir(key: str) -> str:
-    """A folder name for a case key ("12|0.4" → "12_0.4")."""
-    return re.sub(r"[^\w.-]+", "_", key)
+    """A folder name for a case key ("12|0.4" → "12_0.4-1a2b3c"; the hash keeps "a b" and "a_b" apart)."""
+    import hashlib
+
+    return re.sub(r"[^\w.-]+", "_", key)[:60] + "-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:6]
 
 
 def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
