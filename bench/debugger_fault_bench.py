@@ -233,7 +233,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "debugger_faults.json")
     args = ap.parse_args()
     s = run(args.per_language, args.seed, args.out)
-    print(f"| layer | cases | localised |\n|---|---|---|")
+    print("| layer | cases | localised |\n|---|---|---|")
     for layer in LAYERS:
         if layer in s["per_layer"]:
             x = s["per_layer"][layer]
