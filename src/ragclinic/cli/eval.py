@@ -37,8 +37,8 @@ def eval_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", show_default=False,
                                            help="Write results.json and items.jsonl here (rag: also the checkpoint a "
                                                 "killed run resumes from)."),
-    no_doctor: bool = typer.Option(False, "--no-doctor", help="rag: the plain pipeline only."),
-    ab: bool = typer.Option(False, "--ab", help="rag: baseline and doctor on the same items, with deltas."),
+    no_doctor: bool = typer.Option(False, "--no-doctor", help="rag: the plain pipeline only (the baseline)."),
+    ab: bool = typer.Option(False, "--ab", help="rag: baseline and doctor on the same items, with deltas (doctor always runs both)."),
     noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
@@ -47,11 +47,15 @@ def eval_cmd(
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
 
-    retrieval: nDCG@10, Recall@10/100, MRR@10 per retriever over a BEIR corpus. detection: the doctor's
-    unsupported-claim check as a classifier over (context, answer) pairs (precision, recall, F1, balanced
-    accuracy, calibration error). rag: end to end, each item against its own passages (RGB: at each noise
-    ratio, negative-only and counterfactual), doctor by default, --no-doctor, or --ab for both with deltas
-    and bootstrap 95% intervals. Exit code 0 on success, 2 for a bad dataset or usage.
+    retrieval: nDCG@10, Recall@5/10/100, MRR@10 per retriever over a BEIR corpus, or question → its own
+    passage for a SQuAD/CMRC2018 set. detection: the doctor's unsupported-claim check as a classifier over
+    (context, answer) pairs (precision, recall, F1, balanced accuracy, calibration error). rag: end to end,
+    each item against its own passages (RGB: at each noise ratio, negative-only and counterfactual), doctor
+    by default, --no-doctor, or --ab for both with deltas and bootstrap 95% intervals. doctor: faults
+    injected on purpose (--faults), baseline and doctor side by side: per-symptom precision/recall, the
+    fault × symptom confusion matrix, repair success, regressions, overhead. --out writes results.json,
+    items.jsonl (the checkpoint a killed run resumes from), report.md/.html with plots, and each item's
+    knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
     from ragclinic.eval.datasets import load
 
