@@ -26,6 +26,8 @@ def test_cases_follow_the_noise_ratio():
     assert len(set(cs["0.4"].documents) & set(NEG)) == 2 and len(cs["0.4"].documents) == 5
     assert cs["neg"].expect_refusal and set(cs["neg"].documents) == set(NEG)
     assert "第六届立法会共有170个议席。" in cs["counterfactual"].documents
+    few = QAItem("f", "q?", (("a",),), POS, NEG[:1], ())  # one negative: no 0.4, 0.8 or counterfactual case
+    assert [c.setting for c in cases([few], ["0", "0.2", "0.4", "0.8", "neg", "counterfactual"], 0)] == ["0", "0.2", "neg"]
     plain = QAItem("u1", "q?", (("a",),), ("doc",))
     [c] = cases([plain], ["0.4", "neg"], seed=0)
     assert c.setting == "default" and c.documents == ("doc",)

@@ -53,6 +53,8 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
             continue
         for s in settings:
             if s == "neg":
+                if not it.negatives:
+                    continue  # an item without negative passages has no negative-only case
                 docs = it.negatives[:PASSAGES]
             elif s == "counterfactual":
                 if not it.counterfactual:
@@ -60,6 +62,8 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
                 docs = it.documents[:2] + it.counterfactual[:2]
             else:
                 n_neg = round(PASSAGES * float(s))
+                if n_neg > len(it.negatives) or (n_neg < PASSAGES and not it.documents):
+                    continue  # not enough passages to build this noise ratio
                 docs = it.documents[:PASSAGES - n_neg] + it.negatives[:n_neg]
             docs = list(docs)
             rng.shuffle(docs)
