@@ -81,3 +81,28 @@ def test_bad_usage_exits_2(kb_dir, tmp_path):
     assert run("--question", "q?", "--trace", "x", "--expected", "a").exit_code == 2
     r = run("--from-eval", str(tmp_path / "nowhere"))
     assert r.exit_code == 2 and "items.jsonl" in r.output
+
+
+def test_from_eval_diagnoses_the_answer_the_doctor_kept(tmp_path):
+    from dataclasses import replace
+
+    from ragclinic.debugger.from_eval import diagnose_eval
+    from ragclinic.pipeline.runner import Pipeline
+    from ragclinic.trace.store import save_trace
+
+    kb = build_kb(tmp_path, BOND_DOCS)
+    try:
+        pipe = Pipeline(kb)
+        q = "What measures how much a bond price moves when interest rates change?"
+        _, root = pipe.ask(q)  # right: "Duration measures…"
+        _, kept = pipe.rerun(root, "generate", change=lambda s: replace(s, draft="Convexity does [1]."))
+        save_trace(kb.db, replace(root, doctor={"answer_trace_id": kept.id}))
+    finally:
+        kb.close()
+    row = {"key": "q|default", "question": q, "expected": [["duration"]], "expect_refusal": False,
+           "kb": str(tmp_path / "kb"), "baseline": {"correct": True, "refused": False, "trace_id": root.id},
+           "doctor": {"correct": False, "refused": False, "trace_id": root.id}}
+    (tmp_path / "items.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    d = diagnose_eval(tmp_path, lambda name: None)
+    assert d["failed"] == 1 and d["items"][0]["trace_id"] == kept.id
+    assert d["items"][0]["verdict"] == "generate"  # not "none": the kept answer is the wrong one

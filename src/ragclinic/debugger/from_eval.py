@@ -53,6 +53,9 @@ def diagnose_eval(folder: Path, load_model: Callable[[str], Any], *, limit: int 
         try:
             kb = KnowledgeBase.open(Settings.load(Path(row["kb"])), sync_indexes=False)
             trace = load_trace(kb.db, row[arm]["trace_id"])
+            kept = (trace.doctor or {}).get("answer_trace_id")  # the doctor's root trace → the answer it kept
+            if kept and kept != trace.id:
+                trace = load_trace(kb.db, kept)
             expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
                       Expectation(tuple(tuple(a) for a in row["expected"])))
             lm = load_model(trace.settings.get("llm", "none"))  # the model the run used

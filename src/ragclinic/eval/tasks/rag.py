@@ -134,6 +134,7 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
                 total = (time.perf_counter() - t0) * 1000
                 base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls))
                 doc = _arm(res.answer, case, total, len(res.trace.model_calls) + res.summary["lm_calls"])
+                doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
                 extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
                          "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
                          "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
