@@ -24,6 +24,9 @@ def test_bad_values_name_the_setting_and_the_fix(tmp_path):
         Settings.load(tmp_path, embedder="bogus")
     with pytest.raises(ConfigError, match="chunk_min_tokens"):
         Settings.load(tmp_path, chunk_min_tokens=400, chunk_max_tokens=300)
+    with pytest.raises(ConfigError, match="keep_hyphens.*'cashflow' is not a hyphenated compound.*word-word"):
+        Settings.load(tmp_path, keep_hyphens=["cash-flow", "cashflow"])
+    assert Settings.load(tmp_path, keep_hyphens=[" Cash-Flow "]).keep_hyphens == ["cash-flow"]
 
 
 def test_unknown_key_in_settings_file(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Optional
@@ -62,6 +63,10 @@ class Settings(BaseSettings):
                                        description="JSONL: the first of these fields present is the record id.")
     jsonl_title_field: str = "title"
     jsonl_text_field: str = "text"
+
+    keep_hyphens: list[str] = Field([], description="Compounds whose hyphen at a line break is always kept "
+                                     "(\"cash-flow\"): for ones the de-hyphenation joins. Re-ingest with "
+                                     "--reparse after changing it.")
 
     # --- parse quality
     keyword_top_n: int = Field(50, gt=0, description="Distinctive tokens checked for keyword retention.")
@@ -171,6 +176,14 @@ class Settings(BaseSettings):
         if v != "none" and v not in LANGUAGE_MODELS.names():
             raise ValueError(f"unknown language model; valid names: none, {', '.join(LANGUAGE_MODELS.names())}")
         return v
+
+    @field_validator("keep_hyphens", mode="after")
+    @classmethod
+    def _compounds(cls, v: list[str]) -> list[str]:
+        bad = [w for w in v if not re.fullmatch(r"[^\W_]+(-[^\W_]+)+", w.strip())]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a hyphenated compound; write each as word-word, e.g. cash-flow")
+        return [w.strip().lower() for w in v]
 
     @field_validator("kb", "cache_dir", mode="after")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from typer.testing import CliRunner
@@ -154,3 +155,17 @@ def test_tag_flag(runner, docs, tmp_path):
     assert r.exit_code == 0
     bad = runner.invoke(app, ["ingest", str(docs), "--kb", kb, "--tag", "tenant"])
     assert bad.exit_code == 2 and "KEY=VALUE" in bad.output
+
+
+def test_reparse_applies_a_changed_parse_setting(runner, tmp_path, monkeypatch):
+    d = tmp_path / "docs"
+    d.mkdir()
+    (d / "f.txt").write_text("Analysts discount the expected free cash-\nflow of the firm.\n")
+    kb = tmp_path / "kb"
+    assert _ingest(runner, d, "--kb", kb).exit_code == 0
+    text = lambda: sqlite3.connect(kb / "kb.sqlite3").execute("SELECT text FROM documents").fetchone()[0]  # noqa: E731
+    assert "cashflow" in text()
+    monkeypatch.setenv("RAGCLINIC_KEEP_HYPHENS", '["cash-flow"]')
+    assert json.loads(_ingest(runner, d, "--kb", kb).stdout)["unchanged"] == 1 and "cashflow" in text()
+    r = json.loads(_ingest(runner, d, "--kb", kb, "--reparse").stdout)
+    assert r["updated"] == 1 and "cash-flow" in text()

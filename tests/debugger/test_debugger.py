@@ -175,3 +175,22 @@ def test_chinese_parse_and_scope_faults(tmp_path):
     assert parse.verdict == "parse" and "四十五天" in parse.layers["parse"].evidence["raw"]
     assert scope.verdict == "scope" and "year=2019" in scope.suggestion
     assert right.verdict == "none" and right.answer_right
+
+
+def test_the_hyphen_fix_the_parse_probe_suggests_works(tmp_path):
+    from ragclinic.ingest.runner import ingest
+
+    text = "Valuation notes\n\nAnalysts discount the expected free cash-\nflow of the firm at the cost of capital.\n"
+    base = build_kb(tmp_path, {"flows.txt": text})
+    try:
+        d = _run(base, Expectation((("cash-flow",),)), "What do analysts discount?")
+        assert d.layers["parse"].evidence["compound"] == "cash-flow" and "--reparse" in d.layers["parse"].suggestion
+        fixed = base.settings.model_copy(update={"keep_hyphens": ["cash-flow"]})
+        base.settings = fixed
+        base.lock()
+        ingest(base, [tmp_path / "docs"], reparse=True)
+        base.unlock()
+        assert "cash-flow" in base.db.conn.execute("SELECT text FROM documents").fetchone()[0]
+        assert _run(base, Expectation((("cash-flow",),)), "What do analysts discount?").layers["parse"].status == "ok"
+    finally:
+        base.close()

@@ -26,6 +26,8 @@ def ingest_cmd(
     kb: Optional[Path] = KbOption,
     json_out: bool = JsonOption,
     sync: bool = typer.Option(False, "--sync", help="Remove documents whose source files are gone."),
+    reparse: bool = typer.Option(False, "--reparse", help="Parse unchanged files again (after changing a parse "
+                                                          "setting such as keep_hyphens)."),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first failure and keep nothing from this run."),
     max_file_size: Optional[int] = typer.Option(
         None, "--max-file-size", show_default=False,
@@ -50,9 +52,9 @@ def ingest_cmd(
     try:
         base.lock()
         if json_out:
-            result = ingest(base, paths, sync=sync, strict=strict, tags=tags)
+            result = ingest(base, paths, sync=sync, strict=strict, tags=tags, reparse=reparse)
         else:
-            result = ingest_with_progress(base, paths, sync, strict, tags)
+            result = ingest_with_progress(base, paths, sync, strict, tags, reparse)
     except IngestAborted as e:
         base.close()
         if new_folder:  # --strict keeps nothing: not even the empty knowledge base this run created
@@ -84,7 +86,7 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
 
 
 def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool,
-                         tags: dict[str, str] | None = None) -> IngestResult:
+                         tags: dict[str, str] | None = None, reparse: bool = False) -> IngestResult:
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
@@ -96,7 +98,7 @@ def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, str
                        rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
-        return ingest(base, paths, sync=sync, strict=strict, tags=tags, on_progress=update)
+        return ingest(base, paths, sync=sync, strict=strict, tags=tags, reparse=reparse, on_progress=update)
 
 
 def print_summary(r: IngestResult) -> None:

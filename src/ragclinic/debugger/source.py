@@ -98,11 +98,12 @@ def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str])
             raw_form = raw[span[0]:span[1]]
             if "-" in raw_form and "-" not in parsed_form:
                 left, _, right = raw_form.partition("-")
+                compound = f"{left.strip()}-{right.strip()}".lower()
                 return fault(f"the parser joins '{left.strip()}-' + '{right.strip()}' into '{parsed_form}'{where}",
                              f"parser joins '{left.strip()}-' + '{right.strip()}'{where}: a line-break hyphen was "
-                             "taken for a typesetting break; keep the hyphen for this compound (the hyphen-keep rule "
-                             "keeps compounds written unbroken elsewhere in the document, or in its word lists) or "
-                             "ingest a text, HTML or DOCX export of the source", **evidence)
+                             f"taken for a typesetting break; enable the hyphen-keep rule for it — keep_hyphens = "
+                             f"[\"{compound}\"] in the knowledge base's settings.toml — and re-ingest with "
+                             f"`ragclinic ingest {d['path']} --reparse`", compound=compound, **evidence)
             return fault(f"the parser turns '{raw_form}' into '{parsed_form}'{where}",
                          f"the parser alters '{raw_form}'{where}: check `ragclinic kb report {d['doc_id']}` "
                          "(garbling, keyword retention) and re-ingest a cleaner export", **evidence)

@@ -107,9 +107,10 @@ _END = object()
 
 
 class _Producer(threading.Thread):
-    def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue, tags: dict[str, str]) -> None:
+    def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue, tags: dict[str, str],
+                 reparse: bool = False) -> None:
         super().__init__(daemon=True, name="ragclinic-parse")
-        self.kb, self.files, self.out, self.tags = kb, files, out, tags
+        self.kb, self.files, self.out, self.tags, self.reparse = kb, files, out, tags, reparse
         self.settings = kb.settings
         self.known_files = kb.db.file_index()
         self.known_docs = kb.db.all_doc_shas()
@@ -149,7 +150,7 @@ class _Producer(threading.Thread):
         source = read_source(path, self.settings.max_file_size)
         key = str(source.path)
         known = self.known_files.get(key)
-        if known and known[0] == source.sha256:
+        if known and known[0] == source.sha256 and not self.reparse:
             self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1], tags))
             return
         if parser.name == "jsonl":  # one document per line: lets the progress bar show a real ETA
@@ -248,12 +249,14 @@ class _Writer:
 
 
 def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, strict: bool = False,
-           tags: dict[str, str] | None = None,
+           tags: dict[str, str] | None = None, reparse: bool = False,
            on_progress: Callable[[Progress], None] | None = None) -> IngestResult:
     """Ingest files and folders into ``kb`` (which must be locked by the caller or lockable here).
 
     ``tags`` (tenant, version, date, authority, any key) go to every document of this run; a file's
-    ``FILE.meta.json`` sidecar adds to and overrides them for that file.
+    ``FILE.meta.json`` sidecar adds to and overrides them for that file. ``reparse``: parse unchanged files
+    again (after a parse setting such as ``keep_hyphens`` changed); documents whose text is the same are
+    still not re-chunked or re-embedded.
     """
     t0 = time.perf_counter()
     result = IngestResult()
@@ -266,7 +269,7 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
             result.failed.append({"path": str(f.path), "reason": f.error})
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
-    producer = _Producer(kb, files, q, dict(tags or {}))
+    producer = _Producer(kb, files, q, dict(tags or {}), reparse)
     writer = _Writer(kb, result)
     status = "failed"
     try:

@@ -69,3 +69,10 @@ def test_long_runs_of_letters_stay_linear():
     quality._LINE_BREAK_WORD.sub(" ", "g" * 40_000 + "-\nx")
     # A hang guard, not a speed goal: quadratic regexes took ~30 s here; linear ones take ~10 ms.
     assert time.perf_counter() - t0 < 10.0
+
+
+def test_keep_hyphens_keeps_a_compound_the_rules_would_join():
+    text = "the expected free cash-\nflow of the firm"
+    assert dehyphenate(text).text == "the expected free cashflow of the firm"
+    kept = dehyphenate(text, gather_evidence([text], keep=["cash-flow"]))
+    assert kept.text == "the expected free cash-flow of the firm" and kept.kept == 1

@@ -100,12 +100,13 @@ def _render(block: Block, evidence: HyphenEvidence | None) -> tuple[str, int, in
     return text.strip(), result.joins, result.kept
 
 
-def assemble(blocks: Sequence[Block], *, page_count: int = 0) -> Assembled:
+def assemble(blocks: Sequence[Block], *, page_count: int = 0, keep_hyphens: Sequence[str] = ()) -> Assembled:
     """Build the document text and its spans. ``page_count`` > 0 makes page spans that cover
-    the whole text (an empty page gets a zero-length span where its text would have been)."""
+    the whole text (an empty page gets a zero-length span where its text would have been);
+    ``keep_hyphens``: compounds whose line-break hyphen is always kept (settings ``keep_hyphens``)."""
     prose = [b.text for b in blocks if b.kind in ("heading", "text")]
     # Evidence costs a pass over the whole document: gather it only when there is something to decide.
-    evidence = gather_evidence(prose) if any(has_line_break_hyphen(t) for t in prose) else None
+    evidence = gather_evidence(prose, keep_hyphens) if any(has_line_break_hyphen(t) for t in prose) else None
     parts: list[str] = []
     pos = joins = kept = 0
     heads: list[tuple[int, int, tuple[str, ...]]] = []  # (level, start, path)

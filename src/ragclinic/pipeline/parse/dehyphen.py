@@ -78,9 +78,11 @@ def has_line_break_hyphen(text: str) -> bool:
     return _BREAK_HINT.search(text) is not None
 
 
-def gather_evidence(texts: Iterable[str]) -> HyphenEvidence:
-    hyphenated: set[str] = set()
-    pairs: set[str] = set()
+def gather_evidence(texts: Iterable[str], keep: Iterable[str] = ()) -> HyphenEvidence:
+    """``keep``: compounds whose hyphen is always kept (the ``keep_hyphens`` setting), as if written
+    hyphenated elsewhere in the document."""
+    hyphenated: set[str] = {k.lower() for k in keep}
+    pairs: set[str] = {f"{a}-{b}" for k in hyphenated for a, b in zip(k.split("-"), k.split("-")[1:])}
     words: set[str] = set()
     for text in texts:
         # Remove the line-break hyphens first: they are the question, not evidence.

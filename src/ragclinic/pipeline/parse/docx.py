@@ -35,7 +35,7 @@ class DocxParser:
         # The visible Title paragraph beats core properties, which are often template leftovers.
         title = _first_title(document) or (document.core_properties.title or "").strip()
         blocks = list(_body_blocks(document))
-        yield make_parsed(source, settings, assemble(blocks), DocInfo(self.name, raw_text=raw, title=title))
+        yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), DocInfo(self.name, raw_text=raw, title=title))
 
 
 def _mb(n: float) -> str:

@@ -62,7 +62,7 @@ class HtmlParser:
                         f"(navigation and footer text may be included)",)
         info = DocInfo(self.name, raw_text=baseline, title=title, warnings=warnings,
                        metadata={"encoding": decoded.encoding, "main_content": bool(article)})
-        yield make_parsed(source, settings, assemble(blocks), info)
+        yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
 
 
 def _parse(html: str):

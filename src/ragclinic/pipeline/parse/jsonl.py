@@ -50,7 +50,7 @@ class JsonlParser:
             raw_text = f"{title}\n\n{body.strip()}" if title else body.strip()
             info = DocInfo(self.name, raw_text=raw_text, title=title, record_key=key,
                            metadata={"line": number, "fields": extra})
-            yield make_parsed(source, settings, assemble(blocks), info)
+            yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
 
     @staticmethod
     def _record(raw: bytes, settings: Settings) -> tuple[str, str, str, dict[str, Any]]:

@@ -26,7 +26,7 @@ class MarkdownParser:
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         decoded = decode_bytes(source.data)
         title, body = split_front_matter_title(decoded.text)
-        assembled = assemble(markdown_blocks(body))
+        assembled = assemble(markdown_blocks(body), keep_hyphens=settings.keep_hyphens)
         info = DocInfo(self.name, raw_text=decoded.text, title=title,
                        metadata={"encoding": decoded.encoding})
         yield make_parsed(source, settings, assembled, info)

@@ -50,7 +50,7 @@ class PdfParser:
         blocks = _classify(items)
         info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
                        metadata={"pages": page_count})
-        yield make_parsed(source, settings, assemble(blocks, page_count=page_count), info)
+        yield make_parsed(source, settings, assemble(blocks, page_count=page_count, keep_hyphens=settings.keep_hyphens), info)
 
 
 def _open(data: bytes):

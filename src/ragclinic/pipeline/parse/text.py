@@ -20,7 +20,7 @@ class TextParser:
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         decoded = decode_bytes(source.data)
-        assembled = assemble([Block("text", decoded.text)])
+        assembled = assemble([Block("text", decoded.text)], keep_hyphens=settings.keep_hyphens)
         info = DocInfo(self.name, raw_text=decoded.text.strip(),
                        metadata={"encoding": decoded.encoding, "bom": decoded.bom})
         yield make_parsed(source, settings, assembled, info)
