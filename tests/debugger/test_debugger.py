@@ -155,6 +155,8 @@ def test_an_expectation_is_required_and_locate_ignores_form():
     assert locate("risk-free", "the Risk-\nfree rate", loose=False) is not None
     assert locate("risk-free", "the riskfree rate") is None and locate("risk-free", "the riskfree rate", loose=True)
     assert locate("７０", "共有70个议席") == (2, 4)
+    assert locate("Paris", "a Parisian café") is None and locate("70", "in 1970") is None
+    assert locate("Paris", "in Paris, France") == (3, 8)
 
 
 ZH_HTML = """<html><head><title>退货政策</title></head><body><nav><a href='/'>首页</a></nav><article><h1>退货政策</h1>

@@ -129,7 +129,10 @@ def _pattern(answer: str, loose: bool) -> re.Pattern[str] | None:
     if not chars:
         return None
     gap = r"[\s\-‐‑" + _SOFT + r"]*" if loose else r"\s*"
-    return re.compile(gap.join(re.escape(c) for c in chars))
+    # Latin letters and digits match whole words only ("Paris" is not in "Parisian", "70" not in "1970")
+    head = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
+    tail = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
+    return re.compile(head + gap.join(re.escape(c) for c in chars) + tail)
 
 
 def locate(answer: str, text: str, *, loose: bool = False) -> tuple[int, int] | None:
