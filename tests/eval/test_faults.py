@@ -14,7 +14,7 @@ from ragclinic.eval.datasets import QAItem
 from ragclinic.eval.tasks.faults import FAULTS, INJECTIONS, ambiguous_rewrite, fault_cases, fault_metrics
 from ragclinic.text.support import content_terms
 
-from .test_rag_task import ITEM, NEG, POS
+from .test_rag_task import ITEM, NEG, POS, rgb_file
 
 
 def test_each_fault_is_built_as_described():
@@ -77,10 +77,7 @@ def test_no_garbled_ambiguous_rewrite(question):
 
 def test_cli_doctor_task_on_a_fake_model(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path / "cache"))
-    f = tmp_path / "rgb.jsonl"
-    f.write_text(json.dumps({"id": 0, "query": ITEM.question, "answer": "70", "positive": list(POS),
-                             "negative": list(NEG), "positive_wrong": list(ITEM.counterfactual),
-                             "fakeanswer": "170"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    f = rgb_file(tmp_path)
     out = tmp_path / "o"
     r = CliRunner().invoke(app, ["eval", "doctor", "--dataset", f"rgb:{f}", "--llm", "none", "--json",
                                  "--faults", "clean,injected,missing", "--out", str(out)])

@@ -19,6 +19,15 @@ NEG = ("功能界别方面，传统功能界别为28个。", "立法会选举90�
 ITEM = QAItem("0", "香港第六届立法会选举有多少个议席？", (("70",),), POS, NEG, ("第六届立法会共有170个议席。",), ("170",))
 
 
+def rgb_file(tmp_path):
+    """ITEM as a one-line RGB file."""
+    f = tmp_path / "rgb.jsonl"
+    f.write_text(json.dumps({"id": 0, "query": ITEM.question, "answer": "70", "positive": list(POS),
+                             "negative": list(NEG), "positive_wrong": list(ITEM.counterfactual),
+                             "fakeanswer": "170"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    return f
+
+
 def test_cases_follow_the_noise_ratio():
     cs = {c.setting: c for c in cases([ITEM], ["0", "0.4", "0.8", "neg", "counterfactual"], seed=0)}
     assert sorted(len(set(c.documents) & set(NEG)) for c in cs.values()) == [0, 0, 2, 4, 5]
@@ -70,10 +79,7 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, monkeypatch):
 
 def test_cli_ab_json_contract(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path / "cache"))
-    f = tmp_path / "rgb.jsonl"
-    f.write_text(json.dumps({"id": 0, "query": ITEM.question, "answer": "70", "positive": list(POS),
-                             "negative": list(NEG), "positive_wrong": list(ITEM.counterfactual),
-                             "fakeanswer": "170"}, ensure_ascii=False) + "\n", encoding="utf-8")
+    f = rgb_file(tmp_path)
     r = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "none", "--ab", "--json",
                                  "--noise", "0.4,neg,counterfactual", "--out", str(tmp_path / "o")])
     assert r.exit_code == 0, r.output

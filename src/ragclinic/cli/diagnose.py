@@ -71,7 +71,11 @@ def diagnose_cmd(
         pipe.kb.close()
     if json_out:
         print_json(d.to_json())
-        return
+    else:
+        _print_diagnosis(d)
+
+
+def _print_diagnosis(d) -> None:
     out.print(f"[bold]question:[/] {escape(d.question)}")
     out.print(f"[bold]answer:[/] {escape(d.answer[:300])}" + ("" if d.answer_right is None else
                                                              " [green](right)[/]" if d.answer_right else " [red](wrong)[/]"))

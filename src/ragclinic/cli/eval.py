@@ -66,17 +66,17 @@ def eval_cmd(
         raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")
     for p in data.problems[:20]:
         err.print(f"[yellow]skipped:[/] {escape(str(p))}")
+    if task == "rag" and no_doctor and ab:
+        raise fail("--no-doctor and --ab exclude each other")
+    if task == "doctor" and no_doctor:
+        raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
     with _progress(json_out) as tick:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick)
         elif task == "rag":
-            if no_doctor and ab:
-                raise fail("--no-doctor and --ab exclude each other")
-            result = _rag(data, kb, limit, seed, llm, noise, "baseline" if no_doctor else "ab" if ab else "doctor",
-                          out_dir, tick)
+            mode = "baseline" if no_doctor else "ab" if ab else "doctor"
+            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick)
         elif task == "doctor":
-            if no_doctor:
-                raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
             result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick)
         else:
             result = _detection(data, limit, llm, tick)

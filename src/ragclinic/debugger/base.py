@@ -9,6 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragclinic.errors import RagclinicError
 from ragclinic.eval.metrics import answer_correct
 from ragclinic.types import Chunk, Hit
 
@@ -27,12 +28,8 @@ class Expectation:
 
     def __post_init__(self) -> None:
         if not (self.answers or self.gold_doc or self.expect_refusal):
-            from ragclinic.errors import RagclinicError
-
             raise RagclinicError("say what a correct outcome is: --expected TEXT, --gold-doc DOC or --expect-refusal")
         if self.expect_refusal and (self.answers or self.gold_doc):
-            from ragclinic.errors import RagclinicError
-
             raise RagclinicError("--expect-refusal says no document answers the question: do not combine it with "
                                  "--expected or --gold-doc")
 

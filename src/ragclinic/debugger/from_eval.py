@@ -13,6 +13,7 @@ from typing import Any
 from ragclinic.debugger.base import LAYERS, Expectation
 from ragclinic.debugger.debugger import Debugger
 from ragclinic.errors import RagclinicError
+from ragclinic.eval.tasks.rag import arm_ok
 
 
 def failed_rows(folder: Path) -> tuple[list[dict[str, Any]], str]:
@@ -27,12 +28,8 @@ def failed_rows(folder: Path) -> tuple[list[dict[str, Any]], str]:
         except json.JSONDecodeError:
             continue  # a line cut by a killed run
     arm = "doctor" if any(r.get("doctor") for r in rows) else "baseline"
-    bad = [r for r in rows if r.get(arm) and "kb" in r and not _right(r, r[arm])]
+    bad = [r for r in rows if r.get(arm) and "kb" in r and not arm_ok(r, r[arm])]
     return bad, arm
-
-
-def _right(row: dict[str, Any], arm: dict[str, Any]) -> bool:
-    return arm["refused"] if row["expect_refusal"] else arm["correct"]
 
 
 def diagnose_eval(folder: Path, load_model: Callable[[str], Any], *, limit: int = 0,

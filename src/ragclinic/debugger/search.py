@@ -66,8 +66,9 @@ def probe_retrieve(case: Case) -> LayerReport:
         return ok(f"the gold chunk was outside the scope ({rule}), so no retriever could return it (see scope)",
                   ranks_unfiltered=ranks)
     used = case.request.get("retriever", "hybrid")
-    return fault(_miss_summary(ranks, used, top_k), _miss_fix(case, ranks, used, top_k), ranks=ranks,
-                 top_k=top_k, retriever=used, reasons=_miss_reasons(case, ranks))
+    reasons = _miss_reasons(case, ranks)
+    return fault(_miss_summary(ranks, used, top_k), _miss_fix(ranks, reasons, used, top_k), ranks=ranks,
+                 top_k=top_k, retriever=used, reasons=reasons)
 
 
 def _miss_summary(ranks: dict[str, int | None], used: str, top_k: int) -> str:
@@ -89,11 +90,10 @@ def _miss_reasons(case: Case, ranks: dict[str, int | None]) -> list[str]:
     return reasons or ["outranked by other chunks"]
 
 
-def _miss_fix(case: Case, ranks: dict[str, int | None], used: str, top_k: int) -> str:
+def _miss_fix(ranks: dict[str, int | None], reasons: list[str], used: str, top_k: int) -> str:
     found = {n: r for n, r in ranks.items() if r is not None}
     shown = ", ".join(f"{r} by {n}" for n, r in found.items()) or f"not in the top {DEPTH} of any retriever"
     better = [n for n, r in found.items() if r <= top_k and n != used]
-    reasons = _miss_reasons(case, ranks)
     if better:
         return f"gold chunk ranked {shown}: retrieve with {better[0]} (--retriever / settings retriever)"
     if any(r.startswith("term mismatch") for r in reasons):

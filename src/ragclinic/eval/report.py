@@ -53,8 +53,9 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         md += _fault_tables(result["faults"])
     diagnosis = folder / "diagnosis.json"
     if diagnosis.is_file():  # written by `ragclinic diagnose --from-eval FOLDER`
-        md += _diagnosis_section(json.loads(diagnosis.read_text(encoding="utf-8")))
-        images.append(_fault_bar(folder, json.loads(diagnosis.read_text(encoding="utf-8"))))
+        found = json.loads(diagnosis.read_text(encoding="utf-8"))
+        md += _diagnosis_section(found)
+        images.append(_fault_bar(folder, found))
     md += [""] + [f"![{p.stem}]({p.name})" for p in images]
     worst = [r for r in rows if r.get(arms[-1]) and not r["expect_refusal"] and not r[arms[-1]]["correct"]][:10]
     if worst:

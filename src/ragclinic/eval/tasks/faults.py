@@ -22,7 +22,7 @@ from collections import Counter
 from typing import Any
 
 from ragclinic.eval.datasets import QAItem
-from ragclinic.eval.tasks.rag import PASSAGES, Case
+from ragclinic.eval.tasks.rag import PASSAGES, Case, arm_ok
 
 FAULTS = ("clean", "noise", "missing", "counterfactual", "injected", "ambiguous")
 # The symptoms a fault should raise (any of them counts as detected).
@@ -160,13 +160,8 @@ def fault_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _fault_stats(rows: list[dict], expected: frozenset[str] | None) -> dict[str, Any]:
-    def ok(arm):
-        return arm["refused"] if r["expect_refusal"] else arm["correct"]
-
-    b_ok, d_ok = [], []
-    for r in rows:
-        b_ok.append(ok(r["baseline"]))
-        d_ok.append(ok(r["doctor"]))
+    b_ok = [arm_ok(r, r["baseline"]) for r in rows]
+    d_ok = [arm_ok(r, r["doctor"]) for r in rows]
     wrong = [i for i, x in enumerate(b_ok) if not x]
     right = [i for i, x in enumerate(b_ok) if x]
     out: dict[str, Any] = {"n": len(rows)}

@@ -178,6 +178,11 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
     return rows
 
 
+def arm_ok(row: dict[str, Any], arm: dict[str, Any]) -> bool:
+    """Whether an arm's answer was the right outcome: a refusal where one is expected, else a correct answer."""
+    return arm["refused"] if row["expect_refusal"] else arm["correct"]
+
+
 def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
     rs = [r[arm] for r in rows if r.get(arm)]
     answerable = [r[arm] for r in rows if r.get(arm) and not r["expect_refusal"] and r["expected"]]
