@@ -5,25 +5,42 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install demo test bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
-$(VENV)/.installed: pyproject.toml
+# llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
+# the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
+# there; the project install then finds it satisfied, so pip's own cache is never asked for a llama wheel.
+$(VENV)/.installed: pyproject.toml scripts/install-llama.sh scripts/strip_wheel.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	bash scripts/install-llama.sh $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -c "from ragclinic.models.runtime import build_info; b = build_info(); \
+	  assert b, 'llama-cpp-python was replaced by another build: run make install again'; \
+	  print('llama.cpp CPU variants:', ', '.join(b['variants']))"
 	touch $@
 
 install: $(VENV)/.installed
 
-## Install everything, write the demo corpus (EN + ZH: PDF, DOCX, HTML, Markdown, text) and ingest it.
+## Install everything, check the install (`ragclinic check`: stops here with its message if a check fails),
+## write the demo corpus (EN + ZH: PDF, DOCX, HTML, Markdown, text), ingest it and ask the sample questions.
 demo: install
+	$(VENV)/bin/ragclinic check
 	$(VENV)/bin/ragclinic demo
+
+check: install
+	$(VENV)/bin/ragclinic check
 
 ## Run the test suite (what CI runs).
 test: install
 	$(PY) -m pytest -q
 
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
+## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).
+bench-llama-variants: install
+	$(PY) bench/llama_variants_bench.py --model local --variants auto,haswell,skylakex,icelake,zen4 --runs 3 \
+	  --out bench/out/llama-variants.json
+
 bench-ingest: install
 	$(PY) bench/ingest_bench.py --limit 1000
 

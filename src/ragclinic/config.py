@@ -12,7 +12,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import tomli_w
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
@@ -125,6 +125,13 @@ class Settings(BaseSettings):
     llm_threads: int = Field(0, ge=0, description="Threads for the local model; 0 = one per core.")
     llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
+    llm_isolation: Literal["process", "inline"] = Field(
+        "process", description="process: the local model runs in a worker process (a native crash costs one "
+                               "extractive answer, not the command); inline: in this process.")
+    llm_call_timeout: float = Field(900.0, gt=0, description="Seconds one model call may take before its worker "
+                                                            "is treated as hung, killed and replaced.")
+    llm_cpu_variant: str = Field("", description="llama.cpp CPU variant to load (haswell, skylakex, icelake, "
+                                                 "zen4, ...); empty = the best this CPU runs (never AMX).")
     seed: int = Field(0, ge=0)
     openai_base_url: Optional[str] = Field(None, description="e.g. http://localhost:8080/v1 (llama.cpp server).")
     openai_model: Optional[str] = None

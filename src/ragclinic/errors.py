@@ -44,6 +44,17 @@ class ModelError(RagclinicError):
     """A model backend could not be loaded or failed."""
 
 
+class ModelCrashed(ModelError):
+    """The process running a model died (a signal, out of memory, a native assertion) or stopped answering.
+
+    ``reason`` is what the user sees ("the local model crashed: SIGSEGV"); the question is then answered
+    extractively and the next one starts a new worker."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class LayerError(RagclinicError):
     """A failure inside a pipeline layer, wrapped with the layer's name."""
 

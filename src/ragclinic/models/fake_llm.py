@@ -52,3 +52,40 @@ class ScriptedLanguageModel:
 
 
 LANGUAGE_MODELS.register("fake", lambda settings: ScriptedLanguageModel())
+
+
+class PacedLanguageModel(ScriptedLanguageModel):
+    """The scripted fake, streaming one word every ``token_seconds``: what the model-service tests run in a
+    worker process (a call lasts long enough to be interrupted). ``crash_on`` ("chat" or "probs") makes the
+    process kill itself with ``crash_signal`` on that kind of call, as a native crash would."""
+
+    model_id = "fake-paced"
+
+    def __init__(self, replies: Sequence[Reply] = ("I do not know.",), token_seconds: float = 0.0,
+                 yes_prob: float = 0.5, crash_on: str = "", crash_signal: str = "SIGSEGV") -> None:
+        super().__init__(replies, yes_prob=yes_prob)
+        self.token_seconds, self.crash_on, self.crash_signal = token_seconds, crash_on, crash_signal
+
+    def _maybe_crash(self, kind: str) -> None:
+        if self.crash_on == kind:
+            import os
+            import signal
+
+            os.kill(os.getpid(), getattr(signal, self.crash_signal))
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        import time
+
+        self._maybe_crash("chat")
+
+        def paced(piece: str) -> None:
+            time.sleep(self.token_seconds)
+            if on_token:
+                on_token(piece)
+
+        return super().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=paced)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        self._maybe_crash("probs")
+        return super().next_token_probs(messages, candidates)

@@ -31,6 +31,9 @@ class LlamaModel:
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
         except ImportError as e:  # pragma: no cover - depends on the install
             raise ModelError(f"llama-cpp-python is not installed ({e}); run `make install` or use --llm none") from e
+        from ragclinic.models.runtime import load_cpu_backend
+
+        self.backend = load_cpu_backend(getattr(settings, "llm_cpu_variant", ""))  # before the first Llama
         path = weights_path(spec, settings.cache_dir)
         threads = settings.llm_threads or os.cpu_count() or 1
         try:
@@ -162,5 +165,15 @@ def _close_all() -> None:
     _LOADED.clear()
 
 
-LANGUAGE_MODELS.register("local", lambda settings: load_llama("local", settings))
-LANGUAGE_MODELS.register("local-small", lambda settings: load_llama("local-small", settings))
+def create_local(name: str, settings):
+    """``local`` / ``local-small``: in the shared model worker (``llm_isolation = process``, the default), so a
+    native crash costs one answer, not the process; ``inline`` loads the model into this process."""
+    if settings.llm_isolation == "inline":
+        return load_llama(name, settings)
+    from ragclinic.models.service import ServiceModel, shared_service
+
+    return ServiceModel(shared_service(name, settings))
+
+
+LANGUAGE_MODELS.register("local", lambda settings: create_local("local", settings))
+LANGUAGE_MODELS.register("local-small", lambda settings: create_local("local-small", settings))

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ragclinic.config import Settings
-from ragclinic.errors import LayerError, ModelError, RagclinicError
+from ragclinic.errors import LayerError, ModelCrashed, ModelError, RagclinicError
 from ragclinic.models.judge import JUDGES, Judge, LexicalJudge
 from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
+from ragclinic.native import in_layer
 from ragclinic.pipeline.generate import GENERATORS, Generator
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.generate.llm import LLMGenerator
@@ -64,6 +65,7 @@ class Pipeline:
         self.settings = settings or kb.settings
         self.lm = lm
         self.lm_flags = list(lm_flags)
+        self.fallback_on_crash = True  # the doctor's re-runs turn this off: a crash ends its repairs instead
 
     # ------------------------------------------------------------------ public
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
@@ -109,11 +111,14 @@ class Pipeline:
             tape.layer = layer
             t0 = time.perf_counter()
             try:
-                state, outputs = LAYER_FUNCS[layer](ctx, state)
-            except RagclinicError:
-                raise
-            except Exception as e:  # a bug or a backend failure: name the layer that broke
-                raise LayerError(layer, e) from e
+                state, outputs = self._layer(ctx, layer, state)
+            except ModelCrashed as e:
+                if not self.fallback_on_crash or ctx.lm is None:
+                    raise
+                spans.append(Span(layer, "error", _ms(t_start, t0), _ms(t0, time.perf_counter()),
+                                  _inputs(layer, state), {}, error=e.reason))
+                ctx = self._without_model(ctx, e, on_token)
+                state, outputs = self._layer(ctx, layer, state)
             spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()),
                               _inputs(layer, state), outputs))
         trace = Trace(id=trace_id, debug_round_id=debug_round_id or trace_id, created=time.time(),
@@ -129,6 +134,25 @@ class Pipeline:
         return replace(state, answer=answer), trace
 
     # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _layer(ctx: RunContext, layer: str, state: AskState) -> tuple[AskState, dict[str, Any]]:
+        try:
+            with in_layer(layer):
+                return LAYER_FUNCS[layer](ctx, state)
+        except RagclinicError:
+            raise
+        except Exception as e:  # a bug or a backend failure: name the layer that broke
+            raise LayerError(layer, e) from e
+
+    def _without_model(self, ctx: RunContext, crash: ModelCrashed, on_token: TokenCallback | None) -> RunContext:
+        """The model died mid-question: this layer and the rest run without it (lexical judge, extractive
+        answer), and the answer says why. The next question starts a new worker."""
+        note = f"{crash.reason}; answered extractively"
+        if on_token:
+            on_token(f"\n[{note}]\n")
+        return RunContext(ctx.kb, ctx.settings, None, LexicalJudge(), self._generator(None), on_token,
+                          ctx.flags + [f"llm_crashed: {note}"])
+
     def _judge(self, lm: LanguageModel | None) -> Judge:
         if self.settings.judge == "lexical" or lm is None:
             return LexicalJudge()

@@ -14,6 +14,7 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
+from ragclinic.native import native
 from ragclinic.store.vector_index import top_k
 
 # Below this many allowed ids a filtered query is answered exactly over the allowed vectors: cheaper
@@ -42,8 +43,9 @@ class HnswIndex:
         if not len(ids):
             return
         vectors = np.asarray(vectors, np.float32).reshape(len(ids), self.dim)
-        self._reserve(len(ids))
-        self._index.add_items(vectors, ids, num_threads=self._threads, replace_deleted=True)
+        with native("hnswlib", f"add {len(ids)} vectors", "index"):
+            self._reserve(len(ids))
+            self._index.add_items(vectors, ids, num_threads=self._threads, replace_deleted=True)
         self._live.update(ids.tolist())
 
     def remove(self, ids: Collection[int]) -> None:
@@ -71,13 +73,15 @@ class HnswIndex:
             allowed_set = set(allowed_live)
             k = min(k, len(allowed_set))
             self._index.set_ef(max(self.ef_search, k))
-            labels, dists = self._index.knn_query(q, k=k, filter=lambda i: i in allowed_set)
+            with native("hnswlib", f"filtered search k={k}"):
+                labels, dists = self._index.knn_query(q, k=k, filter=lambda i: i in allowed_set)
         else:
             k = min(k, len(self._live))
             if k == 0:
                 return []
             self._index.set_ef(max(self.ef_search, k))
-            labels, dists = self._index.knn_query(q, k=k)
+            with native("hnswlib", f"search k={k}"):
+                labels, dists = self._index.knn_query(q, k=k)
         # hnswlib's "ip" distance is 1 - inner product.
         return [(int(i), float(1.0 - d)) for i, d in zip(labels[0], dists[0])]
 
@@ -114,7 +118,8 @@ class HnswIndex:
         self._threads = os.cpu_count() or 1
         self._index = hnswlib.Index(space="ip", dim=dim)
         try:
-            self._index.load_index(str(path), allow_replace_deleted=True)
+            with native("hnswlib", f"load {path.name}", "index"):
+                self._index.load_index(str(path), allow_replace_deleted=True)
         except RuntimeError:
             return None
         self._index.set_ef(ef_search)

@@ -12,6 +12,7 @@ from typing import Protocol
 import tantivy
 
 from ragclinic.errors import StoreError
+from ragclinic.native import native
 
 
 class LexicalIndex(Protocol):
@@ -72,6 +73,11 @@ class TantivyIndex:
 
     def add(self, items: Iterable[tuple[int, str]]) -> None:
         w = self._w()
+        with native("tantivy", "add documents", "index"):
+            self._add(w, items)
+
+    @staticmethod
+    def _add(w, items: Iterable[tuple[int, str]]) -> None:
         for rowid, body in items:
             # Delete-then-add makes replaying the change log after a crash idempotent.
             w.delete_documents_by_term("rowid", rowid)
@@ -87,10 +93,11 @@ class TantivyIndex:
 
     def commit(self) -> None:
         if self._writer is not None:
-            self._writer.commit()
-            self._writer.wait_merging_threads()
-            self._writer = None
-            self._index.reload()
+            with native("tantivy", "commit", "index"):
+                self._writer.commit()
+                self._writer.wait_merging_threads()
+                self._writer = None
+                self._index.reload()
 
     # ------------------------------------------------------------------ reads
     def __len__(self) -> int:
@@ -109,10 +116,11 @@ class TantivyIndex:
             # Zero-weight MUST clause: filters inside the search without changing BM25 scores.
             query = tantivy.Query.boolean_query(
                 [(tantivy.Occur.Must, query), (tantivy.Occur.Must, tantivy.Query.const_score_query(allow, 0.0))])
-        searcher = self._index.searcher()
-        # count=False keeps tantivy's block-max WAND top-k; counting all matches disables it.
-        result = searcher.search(query, k, count=False)
-        return [(int(searcher.doc(addr)["rowid"][0]), float(score)) for score, addr in result.hits]
+        with native("tantivy", f"search {len(terms)} terms"):
+            searcher = self._index.searcher()
+            # count=False keeps tantivy's block-max WAND top-k; counting all matches disables it.
+            result = searcher.search(query, k, count=False)
+            return [(int(searcher.doc(addr)["rowid"][0]), float(score)) for score, addr in result.hits]
 
     def doc_freq(self, token: str) -> int:
         """Chunks containing the (analysed) token: 0 means the corpus never uses it."""

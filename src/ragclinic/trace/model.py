@@ -18,7 +18,7 @@ def new_trace_id() -> str:
 @dataclass(frozen=True)
 class Span:
     layer: str
-    status: str  # "ok", "error", "replayed" (outputs copied from the trace being re-run)
+    status: str  # "ok", "error" (the model crashed in it; an "ok" span of the same layer follows), "replayed"
     started_ms: float  # offset from the start of the trace
     duration_ms: float
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -61,7 +61,8 @@ class Trace:
     doctor: dict[str, Any] = field(default_factory=dict)  # the doctor's outcome: answer kept, budget used
 
     def span(self, layer: str) -> Span | None:
-        return next((s for s in self.spans if s.layer == layer), None)
+        """The layer's span that produced the state (not one that ended in an error)."""
+        return next((s for s in self.spans if s.layer == layer and s.status != "error"), None)
 
     @property
     def total_ms(self) -> float:

@@ -1,0 +1,79 @@
+"""The `ragclinic` executable: a small supervisor that reports a native crash instead of dying silently.
+
+The command runs in a forked child; the parent imports nothing heavy (so forking is safe: no threads yet),
+waits, and passes the exit code through. If the child is killed by a crash signal (SIGSEGV, SIGBUS, SIGILL,
+SIGFPE, SIGABRT), the parent prints which layer and native library it was in (``ragclinic.native``) and
+exits with 3. Signals a user sends (Ctrl-C, SIGTERM, SIGHUP) are passed to the child and end both as usual.
+``RAGCLINIC_NO_SUPERVISOR=1`` runs the command in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+EXIT_CRASHED = 3
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+
+
+def main() -> None:
+    if os.environ.get("RAGCLINIC_NO_SUPERVISOR") or not hasattr(os, "fork"):
+        _run()
+        return
+    from ragclinic import native
+
+    page = native.install()
+    pid = os.fork()
+    if pid == 0:
+        _run()
+        return
+    sys.exit(_supervise(pid, page))
+
+
+def _run() -> None:
+    from ragclinic.cli.main import main as cli_main
+
+    cli_main()
+
+
+def _supervise(pid: int, page) -> int:
+    def forward(signum, _frame):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal sends Ctrl-C to the child too
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, forward)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    sig = os.WTERMSIG(status)
+    if sig not in CRASH_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)  # end the same way the child did (the shell sees the signal)
+        return 128 + sig
+    sys.stderr.write(crash_report(sig, page) + "\n")
+    return EXIT_CRASHED
+
+
+def crash_report(sig: int, page) -> str:
+    from ragclinic import native
+
+    name = signal.Signals(sig).name
+    where = native.read(page)
+    if not where:
+        place = "outside the native calls ragclinic marks"
+    else:
+        place = " or ".join(f"in the {layer} layer, inside {library} ({op})" for layer, library, op in where)
+    return (f"error: ragclinic crashed ({name}) {place}. Nothing already stored is lost: every write to the "
+            f"knowledge base is one SQLite transaction and the indexes catch up when it is next opened; "
+            f"running the same command again resumes. If it crashes again on the same input, run "
+            f"`ragclinic check` and report the input, this message and the check's output.")

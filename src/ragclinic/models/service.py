@@ -1,0 +1,238 @@
+"""The model service: a language model in a worker process that ragclinic owns, behind the LanguageModel role.
+
+One :class:`ModelService` per (model, context size, threads) per process, shared by every caller (the CLI's
+pipeline and doctor, the coming HTTP server's requests). Requests are queued: one runs in the worker at a
+time, in arrival order. The worker loads the model once and answers with the same code an in-process model
+runs (``LlamaModel``), so results are identical.
+
+If the worker dies — a signal (SIGSEGV in llama.cpp, SIGKILL from the OOM killer), a native assertion
+(SIGABRT), or it stops answering for ``llm_call_timeout`` seconds — the call in flight raises
+:class:`~ragclinic.errors.ModelCrashed` with the reason, the service forgets the worker, and the next call
+starts a new one. The pipeline answers that question extractively and says why.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ragclinic.errors import ModelCrashed, ModelError
+from ragclinic.models.llm import Completion, Message, TokenCallback
+
+_EOF = object()
+
+
+def describe_exit(code: int | None) -> str:
+    """``-11`` → "SIGSEGV"; a plain exit code → "exit code 3"."""
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return name + (" (killed: out of memory, or by another process)" if -code == signal.SIGKILL else "")
+    return f"exit code {code}"
+
+
+@dataclass
+class _Worker:
+    proc: subprocess.Popen
+    replies: "queue.Queue"
+    stderr_tail: deque = field(default_factory=lambda: deque(maxlen=30))
+    info: dict = field(default_factory=dict)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+class ModelService:
+    """Owns at most one worker process at a time; starts one on demand, replaces it after a crash."""
+
+    def __init__(self, name: str, settings: dict, *, options: dict | None = None, timeout: float = 900.0,
+                 label: str | None = None) -> None:
+        self.name, self.settings, self.options = name, dict(settings), dict(options or {})
+        self.timeout = timeout
+        self.label = label or f"the {name} model"
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()  # the queue: one request in the worker at a time
+        self.starts = 0  # workers started so far (1 + restarts)
+        self.crashes: list[str] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def pid(self) -> int | None:
+        w = self._worker
+        return w.proc.pid if w is not None and w.alive() else None
+
+    @property
+    def info(self) -> dict:
+        """What the worker reported when it loaded: model_id, backend (CPU variant), seconds, pid."""
+        return dict(self._worker.info) if self._worker else {}
+
+    def start(self) -> dict:
+        with self._lock:
+            return self._ensure().info
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _ensure(self) -> _Worker:
+        if self._worker is not None and self._worker.alive():
+            return self._worker
+        self._worker = None
+        env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
+        env.pop("GGML_BACKEND_PATH", None)  # llama.cpp would load any backend named there
+        proc = subprocess.Popen([sys.executable, "-m", "ragclinic.models.worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+                                text=True, encoding="utf-8", bufsize=1)
+        w = _Worker(proc, queue.Queue())
+        threading.Thread(target=_pump, args=(proc.stdout, w.replies), daemon=True).start()
+        threading.Thread(target=_drain, args=(proc.stderr, w.stderr_tail), daemon=True).start()
+        self.starts += 1
+        self._worker = w
+        try:
+            reply = self._request({"op": "load", "name": self.name, "settings": self.settings,
+                                   "options": self.options})
+        except ModelCrashed as e:
+            raise ModelError(f"{self.label} could not start: {e.reason}") from None
+        w.info = {k: reply[k] for k in ("model_id", "backend", "seconds", "pid")}
+        return w
+
+    def _stop(self) -> None:
+        w, self._worker = self._worker, None
+        if w is None:
+            return
+        try:
+            if w.alive():
+                w.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                w.proc.stdin.flush()
+                w.proc.wait(timeout=5)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        if w.alive():
+            w.proc.kill()
+            w.proc.wait()
+
+    # ------------------------------------------------------------------ requests
+    def call(self, request: dict, on_token: TokenCallback | None = None):
+        """Send one request (queued behind any running one); the worker's result, or ModelCrashed."""
+        with self._lock:
+            self._ensure()
+            return self._request(request, on_token)["result"]
+
+    def _request(self, request: dict, on_token: TokenCallback | None = None) -> dict:
+        w = self._worker
+        try:
+            w.proc.stdin.write(json.dumps(request, ensure_ascii=False) + "\n")
+            w.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._crashed(w, "") from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                line = w.replies.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                w.proc.kill()
+                raise self._crashed(w, f"no reply within llm_call_timeout={self.timeout:.0f} s") from None
+            if line is _EOF:
+                raise self._crashed(w, "")
+            reply = json.loads(line)
+            if "token" in reply:
+                if on_token:
+                    on_token(reply["token"])
+                continue
+            if not reply.get("ok"):
+                raise ModelError(f"{self.label}: {reply.get('error', 'failed')}")
+            return reply
+
+    def _crashed(self, w: _Worker, why: str) -> ModelCrashed:
+        try:
+            code = w.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            w.proc.kill()
+            code = w.proc.wait()
+        self._worker = None
+        reason = f"{self.label} crashed: {why or describe_exit(code)}"
+        self.crashes.append(reason)
+        err = ModelCrashed(reason)
+        err.stderr = "\n".join(w.stderr_tail)
+        return err
+
+
+def _pump(stream, replies: "queue.Queue") -> None:
+    try:
+        for line in stream:
+            replies.put(line)
+    except (OSError, ValueError):
+        pass
+    replies.put(_EOF)
+
+
+def _drain(stream, tail: deque) -> None:
+    try:
+        for line in stream:
+            tail.append(line.rstrip("\n"))
+    except (OSError, ValueError):
+        pass
+
+
+class ServiceModel:
+    """The LanguageModel that runs in a :class:`ModelService` worker."""
+
+    def __init__(self, service: ModelService) -> None:
+        self.service = service
+        self.model_id = service.start()["model_id"]
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        text, prompt, completion, finish = self.service.call(
+            {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
+             "stream": on_token is not None}, on_token)
+        return Completion(text, prompt, completion, finish)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        return self.service.call({"op": "probs", "messages": _dump(messages), "candidates": list(candidates)})
+
+    def count_tokens(self, text: str) -> int:
+        return self.service.call({"op": "count", "text": text})
+
+
+def _dump(messages: Sequence[Message]) -> list[list[str]]:
+    return [[m.role, m.content] for m in messages]
+
+
+_SERVICES: dict[tuple, ModelService] = {}
+_SERVICES_LOCK = threading.Lock()
+
+
+def shared_service(name: str, settings) -> ModelService:
+    """The process's service for this model (one worker however many pipelines use it)."""
+    key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant)
+    with _SERVICES_LOCK:
+        svc = _SERVICES.get(key)
+        if svc is None:
+            payload = {"cache_dir": str(settings.cache_dir), "llm_n_ctx": settings.llm_n_ctx,
+                       "llm_threads": settings.llm_threads, "seed": settings.seed}
+            svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
+                               timeout=settings.llm_call_timeout, label=f"the {name} model")
+            _SERVICES[key] = svc
+        return svc
+
+
+@atexit.register
+def _close_all() -> None:
+    for svc in list(_SERVICES.values()):
+        svc.close()
+    _SERVICES.clear()

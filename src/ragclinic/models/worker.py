@@ -1,0 +1,98 @@
+"""The model worker: one process that owns a loaded language model and answers requests from its parent.
+
+Started by :class:`ragclinic.models.service.ModelService` as ``python -m ragclinic.models.worker``. The
+protocol is one JSON object per line: requests on stdin, replies on the original stdout (fd 1 is pointed at
+stderr once the protocol has its own copy, so nothing native can print into the protocol).
+
+- ``{"op": "load", "name", "settings", "options"}`` → ``{"ok", "model_id", "backend", "seconds"}``
+- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream"}`` → ``{"token"}``... ``{"ok", "result"}``
+- ``{"op": "probs", "messages", "candidates"}`` / ``{"op": "count", "text"}`` → ``{"ok", "result"}``
+- ``{"op": "quit"}``; end of stdin (the parent died) ends the worker too.
+
+A request that fails in Python replies ``{"ok": false, "error", "kind"}`` and the worker lives on; a native
+crash kills the process, which the parent sees as the end of its stdout and reports with the signal.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import sys
+import time
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+from ragclinic.models.llm import Completion, LanguageModel, Message
+
+
+def _load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]:
+    """The model, in this process (never through another service)."""
+    if name in ("local", "local-small"):
+        ns = types.SimpleNamespace(**{**settings, "cache_dir": Path(settings["cache_dir"])})
+        from ragclinic.models.llama import LlamaModel
+        from ragclinic.models.weights import WEIGHTS
+
+        ns.llm_cpu_variant = options.get("cpu_variant", "")
+        model = LlamaModel(WEIGHTS[name], ns)
+        return model, model.backend.to_json()
+    if name == "fake":
+        from ragclinic.models.fake_llm import PacedLanguageModel
+
+        keys = ("replies", "token_seconds", "yes_prob", "crash_on", "crash_signal")
+        return PacedLanguageModel(**{k: options[k] for k in keys if k in options}), {"variant": "none"}
+    raise ValueError(f"the model worker has no backend {name!r}")
+
+
+def _messages(raw: Sequence) -> list[Message]:
+    return [Message(role, content) for role, content in raw]
+
+
+def serve(inp, out) -> None:
+    def send(obj: dict) -> None:
+        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.flush()
+
+    model = None
+    for line in inp:
+        req = json.loads(line)
+        op = req.get("op")
+        if op == "quit":
+            return
+        try:
+            if op == "load":
+                t0 = time.perf_counter()
+                model, backend = _load(req["name"], req.get("settings", {}), req.get("options", {}))
+                send({"ok": True, "model_id": model.model_id, "backend": backend, "pid": os.getpid(),
+                      "seconds": round(time.perf_counter() - t0, 3)})
+            elif model is None:
+                raise RuntimeError("no model is loaded; send a load request first")
+            elif op == "chat":
+                on_token = (lambda piece: send({"token": piece})) if req.get("stream") else None
+                done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
+                                              temperature=req.get("temperature", 0.0), on_token=on_token)
+                send({"ok": True, "result": [done.text, done.prompt_tokens, done.completion_tokens,
+                                             done.finish_reason]})
+            elif op == "probs":
+                send({"ok": True, "result": model.next_token_probs(_messages(req["messages"]), req["candidates"])})
+            elif op == "count":
+                counter = getattr(model, "count_tokens", None)
+                send({"ok": True, "result": counter(req["text"]) if counter else len(req["text"].split())})
+            else:
+                raise ValueError(f"unknown request {op!r}")
+        except Exception as e:  # noqa: BLE001 - reported to the parent, which raises ModelError
+            send({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
+
+
+def main() -> None:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    faulthandler.enable(sys.stderr)  # a native crash leaves its Python stack in the parent's crash report
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything printed natively goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    serve(sys.stdin, proto)
+
+
+if __name__ == "__main__":
+    main()

