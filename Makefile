@@ -38,7 +38,7 @@ test: install
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).
 bench-llama-variants: install
-	$(PY) bench/llama_variants_bench.py --model local --variants auto,haswell,skylakex,icelake,zen4 --runs 3 \
+	$(PY) bench/llama_variants_bench.py --model local --variants auto,haswell,skylakex,icelake,zen4 --service --runs 3 \
 	  --out bench/out/llama-variants.json
 
 bench-ingest: install

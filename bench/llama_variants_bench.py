@@ -34,9 +34,18 @@ def child(model: str, variant: str, prompt_words: int, gen_tokens: int) -> dict:
     from ragclinic.models.weights import WEIGHTS
 
     s = Settings.load(None, llm=model, llm_isolation="inline",
-                      llm_cpu_variant="" if variant in ("auto", "builtin") else variant)
+                      llm_cpu_variant="" if variant in ("auto", "builtin", "service") else variant)
     t0 = time.perf_counter()
-    lm = LlamaModel(WEIGHTS[model], s)
+    if variant == "service":  # the same model in ragclinic's worker process (what `ask` uses)
+        from ragclinic.models.service import ModelService, ServiceModel
+
+        svc = ModelService(model, {"cache_dir": str(s.cache_dir), "llm_n_ctx": s.llm_n_ctx, "llm_threads": 0,
+                                   "seed": 0})
+        lm = ServiceModel(svc)
+        chosen = svc.info["backend"]["variant"] + " (worker)"
+    else:
+        lm = LlamaModel(WEIGHTS[model], s)
+        chosen = lm.backend.variant
     load = time.perf_counter() - t0
     lm.chat([Message("user", "Say OK.")], max_tokens=2)  # warm-up
     text = " ".join((PASSAGE * 40).split()[:prompt_words])
@@ -47,7 +56,7 @@ def child(model: str, variant: str, prompt_words: int, gen_tokens: int) -> dict:
     done = lm.chat(msgs, max_tokens=gen_tokens, on_token=lambda _p: stamps.append(time.perf_counter()))
     first = stamps[0] - t1
     gen = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
-    return {"variant": lm.backend.variant, "load_s": round(load, 2), "prompt_tokens": done.prompt_tokens,
+    return {"variant": chosen, "load_s": round(load, 2), "prompt_tokens": done.prompt_tokens,
             "prompt_tps": round(done.prompt_tokens / first, 2), "gen_tokens": done.completion_tokens,
             "gen_tps": round(gen, 2)}
 
@@ -59,6 +68,7 @@ def main() -> None:
     ap.add_argument("--python", action="append", default=[], metavar="LABEL=PYTHON",
                     help="another interpreter (another build) measured as one more configuration")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--service", action="store_true", help="also measure the model in ragclinic's worker process")
     ap.add_argument("--prompt-words", type=int, default=260)
     ap.add_argument("--gen-tokens", type=int, default=64)
     ap.add_argument("--out", type=Path, default=None, help="write the JSON here too")
@@ -68,6 +78,8 @@ def main() -> None:
         print(json.dumps(child(a.model, a.child, a.prompt_words, a.gen_tokens)))
         return
     configs = [(f"dispatch build: {v}", sys.executable, v) for v in a.variants.split(",")]
+    if a.service:
+        configs.append(("dispatch build, model service (worker process)", sys.executable, "service"))
     configs += [(label, py, "builtin") for label, _, py in (x.partition("=") for x in a.python)]
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     rows: dict[str, list[dict]] = {c[0]: [] for c in configs}

@@ -101,3 +101,50 @@ def test_chat_survives_a_worker_killed_mid_answer_and_the_next_question_gets_a_f
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_ask_prints_a_flagged_answer_and_exits_0_when_its_worker_is_killed(tmp_path):
+    """`ragclinic ask` on a terminal (a pty, so the answer streams): SIGKILL to the worker as the answer starts."""
+    import pty
+
+    kb = build_kb(tmp_path, BOND_DOCS, llm="local-small")
+    kb.close()
+    exe = os.path.join(os.path.dirname(sys.executable), "ragclinic")
+    master, slave = pty.openpty()
+    env = {**os.environ, "RAGCLINIC_LLM_N_CTX": "2048", "COLUMNS": "200"}
+    p = subprocess.Popen([exe, "ask", "What does duration measure?", "--kb", str(tmp_path / "kb"),
+                          "--llm", "local-small", "--no-doctor"], stdin=subprocess.DEVNULL, stdout=slave,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    os.close(slave)
+    out = b""
+    try:
+        deadline = time.monotonic() + 300
+        while not _workers(p.pid):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        worker = _workers(p.pid)[0].pid
+        import select
+
+        while not out.strip():
+            assert p.poll() is None and time.monotonic() < deadline, "no answer streamed"
+            if select.select([master], [], [], 0.1)[0]:
+                out += os.read(master, 4096)
+        os.kill(worker, signal.SIGKILL)
+        _, err = p.communicate(timeout=300)
+        while select.select([master], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert p.returncode == 0, err[-2000:]
+    assert "the local-small model crashed: SIGKILL" in text and "answered extractively" in text
+    assert "bond price moves" in text.split("answered extractively")[1]
+    assert "flag: llm_crashed: the local-small model crashed: SIGKILL" in err

@@ -108,6 +108,8 @@ def render_doctor(trace: Trace) -> None:
 
 
 def _summary(span) -> str:
+    if span.status == "error":
+        return span.error  # e.g. the model worker crashed; the layer ran again without the model
     o = span.outputs
     if span.layer == "retrieve":
         allowed = o.get("allowed_chunks")
