@@ -20,7 +20,10 @@ $(VENV)/.installed: pyproject.toml scripts/install-llama.sh scripts/strip_wheel.
 	  print('llama.cpp CPU variants:', ', '.join(b['variants']))"
 	touch $@
 
+# Also repairs a venv whose llama-cpp-python was replaced later (by a plain `pip install`, say).
 install: $(VENV)/.installed
+	@$(PY) -c "from ragclinic.models.runtime import build_info; raise SystemExit(0 if build_info() else 1)" \
+	  || bash scripts/install-llama.sh $(PY)
 
 ## Install everything, check the install (`ragclinic check`: stops here with its message if a check fails),
 ## write the demo corpus (EN + ZH: PDF, DOCX, HTML, Markdown, text), ingest it and ask the sample questions.

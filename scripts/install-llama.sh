@@ -22,8 +22,13 @@ CMAKE_FLAGS="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -
 -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF"
 EXCLUDE="sapphirerapids"   # variants that carry AMX kernels
 
+# Flags that scikit-build-core or the compiler would also read (a -march=native in CFLAGS would give every
+# variant the build machine's ISA, AMX included): the build runs without them.
+unset CFLAGS CXXFLAGS CPPFLAGS SKBUILD_CMAKE_ARGS SKBUILD_CMAKE_DEFINE CMAKE_ARGS
+
 CC_ID=$( (${CC:-cc} --version 2>/dev/null || echo unknown) | head -1)
-TAG=$(printf '%s\n%s\n%s\n%s\n' "$VERSION" "$CMAKE_FLAGS" "$EXCLUDE" "$CC_ID" | sha256sum | cut -c1-12)
+STRIP_ID=$(sha256sum "$(dirname "$0")/strip_wheel.py" | cut -c1-16)
+TAG=$(printf '%s\n%s\n%s\n%s\n%s\n' "$VERSION" "$CMAKE_FLAGS" "$EXCLUDE" "$CC_ID" "$STRIP_ID" | sha256sum | cut -c1-12)
 ROOT=${RAGCLINIC_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/ragclinic/wheels}
 DIR="$ROOT/llama-cpp-python-$VERSION-$TAG"
 
@@ -43,5 +48,6 @@ if ! have_wheel; then
   rm -rf "$DIR" && mv "$TMP/final" "$DIR"   # the folder appears whole or not at all
 fi
 
-"$PY" -m pip install --quiet --no-deps --no-index --force-reinstall --find-links "$DIR" "llama-cpp-python==$VERSION"
+# The wheel file itself, --isolated: no pip.conf / PIP_* find-links or index can offer another llama wheel.
+"$PY" -m pip install --quiet --isolated --no-deps --force-reinstall "$DIR"/llama_cpp_python-"$VERSION"-*.whl
 echo "llama-cpp-python $VERSION installed from $DIR"

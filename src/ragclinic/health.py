@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ragclinic.errors import RagclinicError
+from ragclinic.errors import ModelCrashed, ModelError, RagclinicError
 
 INSTALL = "run `make install` (or `pip install -e '.[models]'` after scripts/install-llama.sh)"
 
@@ -118,10 +118,17 @@ def check_model(name: str) -> Callable:
         from ragclinic.models.llm import Message, create_language_model
 
         t0 = time.perf_counter()
-        lm = create_language_model(name, settings.model_copy(update={"llm": name}))
-        loaded = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        done = lm.chat([Message("user", "Say OK.")], max_tokens=1)
+        try:
+            lm = create_language_model(name, settings.model_copy(update={"llm": name}))
+            loaded = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            done = lm.chat([Message("user", "Say OK.")], max_tokens=1)
+        except ModelCrashed as e:
+            raise CheckFailed(f"{e}; force the portable AVX2 kernels with RAGCLINIC_LLM_CPU_VARIANT=haswell and "
+                              f"run `ragclinic check` again; if that passes, keep the setting and report the CPU "
+                              f"(`lscpu`)") from None
+        except ModelError as e:
+            raise CheckFailed(f"{e}; {INSTALL}") from None
         if done.completion_tokens < 1 and not done.text:
             raise CheckFailed(f"{name} loaded but generated nothing; {INSTALL}")
         info = getattr(getattr(lm, "service", None), "info", {}) or {}
@@ -179,7 +186,9 @@ def check_offline_answer(settings) -> str:
     a = state.answer
     if a.route != "answer" or not a.citations:
         raise CheckFailed(f"the tiny knowledge base did not answer (route {a.route}, {len(a.citations)} "
-                          f"citations, flags {list(a.flags)}): run `ragclinic diagnose` on it")
+                          f"citations, flags {list(a.flags)}): the pipeline or the model is broken; check the "
+                          f"settings in effect (RAGCLINIC_* variables: a threshold or top_k set too tight?), "
+                          f"then `{INSTALL.split('`')[1]}`")
     crashed = [f for f in a.flags if f.startswith("llm_crashed")]
     if crashed:
         raise CheckFailed(f"{crashed[0]}; try llm_cpu_variant=haswell (RAGCLINIC_LLM_CPU_VARIANT)")

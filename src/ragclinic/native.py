@@ -45,10 +45,12 @@ def _slot() -> int:
 
 @contextmanager
 def in_layer(layer: str) -> Iterator[None]:
-    """Code run inside is attributed to ``layer`` (parse, chunk, embed, index, retrieve, ..., generate)."""
+    """Code run inside is attributed to ``layer`` (parse, embed, index, retrieve, ..., generate); a crash
+    outside the marked native calls is still reported with its layer."""
     token = LAYER.set(layer)
     try:
-        yield
+        with native("", "", layer):
+            yield
     finally:
         LAYER.reset(token)
 

@@ -86,6 +86,27 @@ def test_a_worker_killed_mid_call_raises_model_crashed_and_the_next_call_gets_a_
         svc.close()
 
 
+def test_a_call_interrupted_by_its_caller_replaces_the_worker_so_no_stale_reply_is_read():
+    svc = service(token_seconds=0.01)
+    try:
+        lm = ServiceModel(svc)
+
+        def fail(_piece: str) -> None:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            lm.chat(MSGS, max_tokens=64, on_token=fail)
+        assert lm.count_tokens("one two") == 2  # not the rest of the interrupted reply
+        assert lm.chat(MSGS, max_tokens=64).text == REPLY and svc.starts == 2
+    finally:
+        svc.close()
+
+
+def test_text_that_is_not_valid_unicode_is_carried_not_a_crash(svc):
+    lm = ServiceModel(svc)
+    assert lm.count_tokens("broken \udce9 surrogate") == 3 and svc.starts == 1
+
+
 def test_a_python_error_in_the_worker_is_a_model_error_and_the_worker_lives_on(svc):
     svc.start()
     pid = svc.pid

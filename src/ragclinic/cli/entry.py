@@ -2,8 +2,8 @@
 
 The command runs in a forked child; the parent imports nothing heavy (so forking is safe: no threads yet),
 waits, and passes the exit code through. If the child is killed by a crash signal (SIGSEGV, SIGBUS, SIGILL,
-SIGFPE, SIGABRT), the parent prints which layer and native library it was in (``ragclinic.native``) and
-exits with 3. Signals a user sends (Ctrl-C, SIGTERM, SIGHUP) are passed to the child and end both as usual.
+SIGFPE, SIGABRT; SIGKILL, which the out-of-memory killer sends), the parent prints which layer and native
+library it was in (``ragclinic.native``) and exits with 3. Signals a user sends (Ctrl-C, SIGTERM, SIGHUP) are passed to the child and end both as usual.
 ``RAGCLINIC_NO_SUPERVISOR=1`` runs the command in one process.
 """
 
@@ -14,7 +14,8 @@ import signal
 import sys
 
 EXIT_CRASHED = 3
-CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
+                 signal.SIGKILL}  # SIGKILL of the child alone: most often the kernel's out-of-memory killer
 
 
 def main() -> None:
@@ -24,8 +25,10 @@ def main() -> None:
     from ragclinic import native
 
     page = native.install()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # no window where Ctrl-C ends the parent alone
     pid = os.fork()
     if pid == 0:
+        signal.signal(signal.SIGINT, previous)
         _run()
         return
     sys.exit(_supervise(pid, page))
@@ -44,7 +47,7 @@ def _supervise(pid: int, page) -> int:
         except ProcessLookupError:
             pass
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal sends Ctrl-C to the child too
+    # SIGINT stays ignored here: the terminal sends Ctrl-C to the child too, which handles it.
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, forward)
     while True:
@@ -67,12 +70,14 @@ def _supervise(pid: int, page) -> int:
 def crash_report(sig: int, page) -> str:
     from ragclinic import native
 
-    name = signal.Signals(sig).name
+    name = signal.Signals(sig).name + (": out of memory, or killed by another process" if sig == signal.SIGKILL
+                                       else "")
     where = native.read(page)
     if not where:
         place = "outside the native calls ragclinic marks"
     else:
-        place = " or ".join(f"in the {layer} layer, inside {library} ({op})" for layer, library, op in where)
+        place = " or ".join(f"in the {layer} layer" + (f", inside {library} ({op})" if library else "")
+                            for layer, library, op in where)
     return (f"error: ragclinic crashed ({name}) {place}. Nothing already stored is lost: every write to the "
             f"knowledge base is one SQLite transaction and the indexes catch up when it is next opened; "
             f"running the same command again resumes. If it crashes again on the same input, run "

@@ -18,6 +18,7 @@ import numpy as np
 from ragclinic.errors import ModelError
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
+from ragclinic.native import native
 
 _LOADED: dict[tuple[str, int, int], "LlamaModel"] = {}
 MEMO = 256  # greedy results kept per loaded model (see _fresh_state)
@@ -80,7 +81,7 @@ class LlamaModel:
             if on_token and hit.text:
                 on_token(hit.text)
             return hit
-        with self._lock:
+        with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
             self._llm.reset()  # see _fresh_state
             stream = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
                                                  top_k=1 if temperature == 0 else 40, stop=self._stop,
@@ -111,7 +112,7 @@ class LlamaModel:
             captured.append(np.array(scores, dtype=np.float64))
             return scores
 
-        with self._lock:
+        with self._lock, native("llama.cpp", "next-token probabilities"):
             self._llm.reset()  # see _fresh_state
             self._llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
         if not captured:

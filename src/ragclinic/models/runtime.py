@@ -68,9 +68,10 @@ def variant_files(directory: Path) -> dict[str, Path]:
 
 
 def has_amx(lib: ctypes.CDLL) -> bool:
+    """Whether the CPU library was compiled with AMX kernels; one that cannot say is treated as having them."""
     fn = getattr(lib, "ggml_cpu_has_amx_int8", None)
     if fn is None:
-        return False
+        return True
     fn.restype = ctypes.c_int
     return bool(fn())
 
@@ -81,22 +82,30 @@ def lib_file(directory: Path, stem: str) -> Path:
     A wheel holds ``libggml.so``, ``libggml.so.0`` and ``libggml.so.0.25.3`` as separate files (zip has no
     symlinks), and opening another copy than the loaded one gives a second ggml whose backend registry
     libllama never sees. So: the copy already mapped into this process, else the soname file (``.so.N``)."""
-    try:
-        for line in Path("/proc/self/maps").read_text().splitlines():
-            path = Path(line.split()[-1]) if "/" in line else None
-            if path and path.parent == directory and re.fullmatch(re.escape(stem) + r"\.so(\.\d+)*", path.name):
-                return path
-    except OSError:
-        pass
+    mapped = [p for p in _mapped() if re.fullmatch(re.escape(stem) + r"\.so(\.\d+)*", p.name)]
+    if mapped:
+        if mapped[0].parent != directory:  # LD_LIBRARY_PATH / LLAMA_CPP_LIB_PATH brought in another build
+            raise ModelError(f"this process runs {mapped[0]}, not the llama.cpp build in {directory}; unset "
+                             f"LD_LIBRARY_PATH / LLAMA_CPP_LIB_PATH, or {FIX}")
+        return mapped[0]
     versioned = sorted(directory.glob(f"{stem}.so.*"), key=lambda p: len(p.name))
     return versioned[0] if versioned else directory / f"{stem}.so"
 
 
+def _mapped() -> list[Path]:
+    """Files mapped into this process (Linux); empty where /proc is missing."""
+    try:
+        lines = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return []
+    return list(dict.fromkeys(Path(ln.split()[-1]) for ln in lines if ln.rstrip().split()[-1].startswith("/")))
+
+
 def load_base(directory: Path) -> None:
     """libggml-base, which the variant modules link against (they carry no rpath), loaded globally first."""
-    base = lib_file(directory, "libggml-base")
-    if base.exists():
-        ctypes.CDLL(str(base), mode=ctypes.RTLD_GLOBAL)
+    if not any(directory.glob("libggml-base.so*")):
+        return
+    ctypes.CDLL(str(lib_file(directory, "libggml-base")), mode=ctypes.RTLD_GLOBAL)
 
 
 def score_variants(directory: Path) -> dict[str, int]:

@@ -93,7 +93,8 @@ class ModelService:
             return self._worker
         self._worker = None
         env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-        env.pop("GGML_BACKEND_PATH", None)  # llama.cpp would load any backend named there
+        for var in ("GGML_BACKEND_PATH", "LLAMA_CPP_LIB_PATH", "LD_PRELOAD"):
+            env.pop(var, None)  # each could bring in a llama.cpp / ggml build other than ragclinic's
         proc = subprocess.Popen([sys.executable, "-m", "ragclinic.models.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
                                 text=True, encoding="utf-8", bufsize=1)
@@ -107,15 +108,18 @@ class ModelService:
                                    "options": self.options})
         except ModelCrashed as e:
             raise ModelError(f"{self.label} could not start: {e.reason}") from None
+        except BaseException:  # the load failed (or was interrupted): no half-started worker stays
+            self._stop(kill=True)
+            raise
         w.info = {k: reply[k] for k in ("model_id", "backend", "seconds", "pid")}
         return w
 
-    def _stop(self) -> None:
+    def _stop(self, kill: bool = False) -> None:
         w, self._worker = self._worker, None
         if w is None:
             return
         try:
-            if w.alive():
+            if w.alive() and not kill:
                 w.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
                 w.proc.stdin.flush()
                 w.proc.wait(timeout=5)
@@ -124,18 +128,25 @@ class ModelService:
         if w.alive():
             w.proc.kill()
             w.proc.wait()
+        _close_pipes(w)
 
     # ------------------------------------------------------------------ requests
     def call(self, request: dict, on_token: TokenCallback | None = None):
         """Send one request (queued behind any running one); the worker's result, or ModelCrashed."""
         with self._lock:
             self._ensure()
-            return self._request(request, on_token)["result"]
+            try:
+                return self._request(request, on_token)["result"]
+            except ModelError:
+                raise  # the worker replied (an error) or is gone: the protocol is in step
+            except BaseException:
+                self._stop(kill=True)  # interrupted mid-reply (Ctrl-C, a failing on_token): its replies are stale
+                raise
 
     def _request(self, request: dict, on_token: TokenCallback | None = None) -> dict:
         w = self._worker
         try:
-            w.proc.stdin.write(json.dumps(request, ensure_ascii=False) + "\n")
+            w.proc.stdin.write(json.dumps(request) + "\n")  # ASCII: any str, lone surrogates included
             w.proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._crashed(w, "") from None
@@ -148,7 +159,11 @@ class ModelService:
                 raise self._crashed(w, f"no reply within llm_call_timeout={self.timeout:.0f} s") from None
             if line is _EOF:
                 raise self._crashed(w, "")
-            reply = json.loads(line)
+            try:
+                reply = json.loads(line)
+            except ValueError:  # cut off mid-line: the worker died while writing
+                w.proc.kill()
+                raise self._crashed(w, "") from None
             if "token" in reply:
                 if on_token:
                     on_token(reply["token"])
@@ -164,11 +179,20 @@ class ModelService:
             w.proc.kill()
             code = w.proc.wait()
         self._worker = None
+        _close_pipes(w)
         reason = f"{self.label} crashed: {why or describe_exit(code)}"
         self.crashes.append(reason)
         err = ModelCrashed(reason)
         err.stderr = "\n".join(w.stderr_tail)
         return err
+
+
+def _close_pipes(w: _Worker) -> None:
+    for f in (w.proc.stdin, w.proc.stdout, w.proc.stderr):
+        try:
+            f.close()
+        except (OSError, ValueError):
+            pass
 
 
 def _pump(stream, replies: "queue.Queue") -> None:

@@ -19,6 +19,7 @@ import faulthandler
 import json
 import os
 import sys
+import threading
 import time
 import types
 from collections.abc import Sequence
@@ -51,7 +52,7 @@ def _messages(raw: Sequence) -> list[Message]:
 
 def serve(inp, out) -> None:
     def send(obj: dict) -> None:
-        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.write(json.dumps(obj) + "\n")
         out.flush()
 
     model = None
@@ -85,8 +86,23 @@ def serve(inp, out) -> None:
             send({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
 
 
+def _watch_parent() -> None:
+    """End this worker when its parent is gone (killed without closing our stdin first, e.g. SIGKILL): a
+    long call would otherwise run to its end for nobody. Checked once a second, from its own thread."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _watch_parent()
     faulthandler.enable(sys.stderr)  # a native crash leaves its Python stack in the parent's crash report
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed natively goes to stderr, never into the protocol
