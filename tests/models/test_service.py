@@ -129,10 +129,13 @@ def test_a_hung_worker_is_killed_after_the_timeout_and_replaced():
         svc.close()
 
 
-def test_a_worker_that_cannot_load_is_a_model_error_not_a_crash():
+def test_a_worker_that_cannot_load_is_a_model_error_not_a_crash_and_leaves_no_worker():
     svc = ModelService("no-such-backend", {}, label="the test model")
     with pytest.raises(ModelError, match="no backend 'no-such-backend'"):
         svc.start()
+    assert svc.pid is None  # no half-started worker answers "no model is loaded" to the next call
+    svc.name = "fake"  # the cause fixed: the next call starts a worker that loads
+    assert svc.call({"op": "count", "text": "a b c"}) == 3 and svc.starts == 2
     svc.close()
 
 

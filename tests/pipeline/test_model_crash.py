@@ -118,17 +118,29 @@ class _DiesAfter:
         return self.inner.next_token_probs(messages, candidates)
 
 
-def test_a_crash_during_the_doctors_repairs_ends_them_and_keeps_the_baseline(kb):
+def test_a_crash_during_a_repair_round_ends_the_repairs_and_keeps_the_answer_so_far(kb, monkeypatch):
+    from ragclinic.doctor import doctor as doctor_mod
     from ragclinic.models.fake_llm import ScriptedLanguageModel
 
-    bad = "The cat sat on the warm kitchen floor [1]."  # unsupported: the doctor examines it with the judge
+    bad = "The cat sat on the warm kitchen floor [1]."  # unsupported: the doctor examines and treats it
     counted = _DiesAfter(ScriptedLanguageModel([bad], yes_prob=0.9), 10**6)
-    baseline_state, _ = Pipeline(kb, lm=counted).ask(Q)
-    baseline_calls = counted.calls
-    lm = _DiesAfter(ScriptedLanguageModel([bad], yes_prob=0.9), baseline_calls + 1)
+    clean = Doctor(Pipeline(kb, lm=counted)).ask(Q)
+    assert clean.repairs, "no repair round ran: the test would not reach the round's crash handling"
+    crashed_in: list[str] = []
+    real_round = doctor_mod._Session.round
+
+    def round_(self, rnd):
+        try:
+            return real_round(self, rnd)
+        except ModelCrashed:
+            crashed_in.append(f"round {rnd}")
+            raise
+
+    monkeypatch.setattr(doctor_mod._Session, "round", round_)
+    lm = _DiesAfter(ScriptedLanguageModel([bad], yes_prob=0.9), counted.calls)  # dies on the last call
     result = Doctor(Pipeline(kb, lm=lm)).ask(Q)
-    assert lm.calls > baseline_calls, "the doctor made no model call: the test does not reach a repair"
-    assert result.summary["outcome"] == "model crashed"
-    assert result.answer.text.startswith(baseline_state.answer.text)
+    assert crashed_in, "the crash did not land in a repair round"
+    assert result.summary["outcome"] == "model crashed" and result.symptoms
+    assert result.answer.text.startswith(clean.initial.text)
     assert any(f.startswith("llm_crashed: the local model crashed: SIGSEGV; the doctor stopped")
                for f in result.answer.flags)
