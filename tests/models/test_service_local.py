@@ -148,3 +148,25 @@ def test_ask_prints_a_flagged_answer_and_exits_0_when_its_worker_is_killed(tmp_p
     assert "the local-small model crashed: SIGKILL" in text and "answered extractively" in text
     assert "bond price moves" in text.split("answered extractively")[1]
     assert "flag: llm_crashed: the local-small model crashed: SIGKILL" in err
+
+
+def test_sigterm_to_the_command_ends_it_and_its_worker(tmp_path):
+    """The supervisor forwards SIGTERM to the command and ends the same way; the orphaned worker notices its
+    parent is gone and exits instead of computing for nobody."""
+    kb = build_kb(tmp_path, BOND_DOCS, llm="local-small")
+    kb.close()
+    exe = os.path.join(os.path.dirname(sys.executable), "ragclinic")
+    p = subprocess.Popen([exe, "chat", "--kb", str(tmp_path / "kb"), "--llm", "local-small"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _workers(p.pid):
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        worker = _workers(p.pid)[0]
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == -signal.SIGTERM
+        worker.wait(timeout=10)  # raises if it is still running
+    finally:
+        if p.poll() is None:
+            p.kill()
