@@ -143,3 +143,58 @@ def test_describe_exit_names_signals_and_codes():
     assert describe_exit(-signal.SIGSEGV) == "SIGSEGV"
     assert describe_exit(-signal.SIGKILL).startswith("SIGKILL (killed: out of memory")
     assert describe_exit(3) == "exit code 3"
+
+
+# ---------------------------------------------------------------------------------------------- the contract
+# What code sharing a model service may rely on, for the real service (a worker process) and its in-process
+# fake alike.
+def _real(**options):
+    return service(token_seconds=0.02, **options)
+
+
+def _fake(**options):
+    from ragclinic.models.fake_service import FakeModelService
+
+    return FakeModelService("fake", {}, options={"replies": [REPLY], **options}, label="the fake model")
+
+
+def _crashing_chat(svc, lm, sig: str = "SIGSEGV"):
+    """A chat during which the service dies: the worker is signalled at the first token (the fake is told to)."""
+    if hasattr(svc, "crash_next"):
+        svc.crash_next(sig)
+        return lm.chat(MSGS, max_tokens=32)
+    pid = svc.pid
+    return lm.chat(MSGS, max_tokens=32, on_token=lambda _p: os.kill(pid, getattr(signal, sig)))
+
+
+@pytest.fixture(params=[_real, _fake], ids=["worker-process", "in-process-fake"])
+def any_service(request):
+    svc = request.param()
+    yield svc
+    svc.close()
+
+
+def test_contract_start_reports_the_model_and_calls_answer_with_the_models_results(any_service):
+    info = any_service.start()
+    assert info["model_id"] == "fake-paced" and any_service.starts == 1 and any_service.pid is not None
+    lm = ServiceModel(any_service)
+    pieces: list[str] = []
+    assert lm.chat(MSGS, max_tokens=32, on_token=pieces.append) == PacedLanguageModel([REPLY]).chat(MSGS, max_tokens=32)
+    assert "".join(pieces) == REPLY
+    assert lm.next_token_probs(MSGS, ["yes", "no"]) == {"yes": 0.5, "no": 0.5}
+
+
+def test_contract_a_crash_raises_model_crashed_and_the_next_call_starts_afresh(any_service):
+    lm = ServiceModel(any_service)
+    with pytest.raises(ModelCrashed, match="the fake model crashed: SIGSEGV"):
+        _crashing_chat(any_service, lm, "SIGSEGV")
+    assert any_service.pid is None and len(any_service.crashes) == 1
+    assert lm.count_tokens("a b") == 2 and any_service.starts == 2
+
+
+def test_contract_a_bad_request_is_a_model_error_and_the_service_lives_on(any_service):
+    any_service.start()
+    with pytest.raises(ModelError) as e:
+        any_service.call({"op": "no-such-op"})
+    assert not isinstance(e.value, ModelCrashed)
+    assert any_service.call({"op": "count", "text": "x"}) == 1 and any_service.starts == 1

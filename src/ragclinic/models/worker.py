@@ -28,7 +28,7 @@ from pathlib import Path
 from ragclinic.models.llm import Completion, LanguageModel, Message
 
 
-def _load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]:
+def load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]:
     """The model, in this process (never through another service)."""
     if name in ("local", "local-small"):
         ns = types.SimpleNamespace(**{**settings, "cache_dir": Path(settings["cache_dir"])})
@@ -50,6 +50,22 @@ def _messages(raw: Sequence) -> list[Message]:
     return [Message(role, content) for role, content in raw]
 
 
+def answer(model: LanguageModel, req: dict, on_token=None):
+    """The result of one request (chat, probs, count) on a loaded model; raises on a bad request."""
+    op = req.get("op")
+    if op == "chat":
+        done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
+                                      temperature=req.get("temperature", 0.0),
+                                      on_token=on_token if req.get("stream") else None)
+        return [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason]
+    if op == "probs":
+        return model.next_token_probs(_messages(req["messages"]), req["candidates"])
+    if op == "count":
+        counter = getattr(model, "count_tokens", None)
+        return counter(req["text"]) if counter else len(req["text"].split())
+    raise ValueError(f"unknown request {op!r}")
+
+
 def serve(inp, out) -> None:
     def send(obj: dict) -> None:
         out.write(json.dumps(obj) + "\n")
@@ -64,24 +80,13 @@ def serve(inp, out) -> None:
         try:
             if op == "load":
                 t0 = time.perf_counter()
-                model, backend = _load(req["name"], req.get("settings", {}), req.get("options", {}))
+                model, backend = load(req["name"], req.get("settings", {}), req.get("options", {}))
                 send({"ok": True, "model_id": model.model_id, "backend": backend, "pid": os.getpid(),
                       "seconds": round(time.perf_counter() - t0, 3)})
             elif model is None:
                 raise RuntimeError("no model is loaded; send a load request first")
-            elif op == "chat":
-                on_token = (lambda piece: send({"token": piece})) if req.get("stream") else None
-                done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
-                                              temperature=req.get("temperature", 0.0), on_token=on_token)
-                send({"ok": True, "result": [done.text, done.prompt_tokens, done.completion_tokens,
-                                             done.finish_reason]})
-            elif op == "probs":
-                send({"ok": True, "result": model.next_token_probs(_messages(req["messages"]), req["candidates"])})
-            elif op == "count":
-                counter = getattr(model, "count_tokens", None)
-                send({"ok": True, "result": counter(req["text"]) if counter else len(req["text"].split())})
             else:
-                raise ValueError(f"unknown request {op!r}")
+                send({"ok": True, "result": answer(model, req, lambda piece: send({"token": piece}))})
         except Exception as e:  # noqa: BLE001 - reported to the parent, which raises ModelError
             send({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
 
