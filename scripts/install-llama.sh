@@ -35,7 +35,7 @@ DIR="$ROOT/llama-cpp-python-$VERSION-$TAG"
 have_wheel() { ls "$DIR"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; }
 
 if ! have_wheel; then
-  echo "building llama-cpp-python $VERSION (portable, all CPU variants; 15-30 min the first time) into $DIR"
+  echo "building llama-cpp-python $VERSION (portable, all CPU variants; about 10 minutes on 2 cores, once per machine) into $DIR"
   mkdir -p "$ROOT"
   TMP=$(mktemp -d "$ROOT/.build-XXXXXX")
   trap 'rm -rf "$TMP"' EXIT
