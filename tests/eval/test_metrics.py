@@ -24,6 +24,10 @@ def test_answer_parts_and_alternatives():
     assert not answer_correct("宣誓在1月3日。", both)  # one required part missing
     assert answer_correct("They use Treasury bills.", (("treasury bills", "T-bills"),))
     assert not answer_correct("anything", ())
+    assert not answer_correct("共有170个议席。", (("70",),))  # a number inside a longer one is not the answer
+    assert answer_correct("70 seats, not 170.", (("70",),)) and answer_correct("It had 1,200 staff", (("1200",),))
+    assert answer_correct("选举在2016年9月4日举行", (("9月4日",),)) and not answer_correct("在19月4日", (("9月4日",),))
+    assert answer_correct("It was 3.50 dollars", (("3.5",),)) and not answer_correct("35 dollars", (("3.5",),))
 
 
 def test_classification_by_hand():

@@ -39,6 +39,10 @@ def eval_cmd(
                                                 "killed run resumes from)."),
     no_doctor: bool = typer.Option(False, "--no-doctor", help="rag: the plain pipeline only (the baseline)."),
     ab: bool = typer.Option(False, "--ab", help="rag: baseline and doctor on the same items, with deltas (doctor always runs both)."),
+    arms: Optional[str] = typer.Option(None, "--arms", metavar="ARMS", show_default=False,
+                                       help="rag: the arms to run on the same items, comma-separated: naive (every "
+                                            "passage in one prompt of the same model, no checks), plain (the "
+                                            "pipeline; 'baseline' in the output), doctor. E.g. naive,plain,doctor."),
     noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
@@ -68,14 +72,15 @@ def eval_cmd(
         err.print(f"[yellow]skipped:[/] {escape(str(p))}")
     if task == "rag" and no_doctor and ab:
         raise fail("--no-doctor and --ab exclude each other")
+    chosen = _arms(arms, task, no_doctor, ab)
     if task == "doctor" and no_doctor:
         raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
     with _progress(json_out) as tick:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick)
         elif task == "rag":
-            mode = "baseline" if no_doctor else "ab" if ab else "doctor"
-            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick)
+            mode = "arms" if chosen else "baseline" if no_doctor else "ab" if ab else "doctor"
+            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen)
         elif task == "doctor":
             result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick)
         else:
@@ -129,9 +134,24 @@ def _detection(data, limit, llm, tick):
     return run_detection(data, judge=judge, limit=limit, progress=tick)
 
 
-def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
-    """rag (mode baseline | doctor | ab; ``noise`` = the settings) and doctor (mode faults; ``noise`` = the
-    faults): the same runner, checkpoint and report."""
+def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[str, ...]:
+    """--arms as row keys (plain → baseline), or () when not given."""
+    if arms is None:
+        return ()
+    if task != "rag":
+        raise fail("--arms applies to the rag task")
+    if no_doctor or ab:
+        raise fail("--arms replaces --ab and --no-doctor: give one of them")
+    names = [a.strip() for a in arms.split(",") if a.strip()]
+    bad = [a for a in names if a not in ("naive", "plain", "doctor")]
+    if bad or not names:
+        raise fail(f"--arms {arms!r}: expected some of naive, plain, doctor (comma-separated)")
+    return tuple(dict.fromkeys("baseline" if a == "plain" else a for a in names))
+
+
+def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = ()):
+    """rag (mode baseline | doctor | ab | arms; ``noise`` = the settings) and doctor (mode faults; ``noise`` =
+    the faults): the same runner, checkpoint and report."""
     from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics
     from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
     from ragclinic.pipeline.runner import load_language_model
@@ -154,7 +174,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
         out_dir.mkdir(parents=True, exist_ok=True)
         checkpoint = out_dir / "items.jsonl"
         _same_run(out_dir, {"task": mode == "faults" and "doctor" or "rag", "dataset": data.source, "seed": seed,
-                            "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline"})
+                            "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline",
+                            **({"arms": list(arms)} if arms else {})})
     shared = None
     if kb_dir is not None:  # items without their own documents are answered from this knowledge base
         from ragclinic.store.kb import KnowledgeBase
@@ -162,12 +183,14 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
         shared = KnowledgeBase.open(Settings.load(kb_dir, llm=settings.llm))
     try:
         rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
-                       shared_kb=shared, progress=tick)
+                       shared_kb=shared, progress=tick, arms=arms)
     finally:
         if shared is not None:
             shared.close()
     result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode}
-    if mode == "baseline":
+    if mode == "arms":
+        result.update(_arms_result(rows, arms, seed))
+    elif mode == "baseline":
         result["metrics"] = {"baseline": arm_metrics(rows, "baseline")}
     elif mode == "doctor":
         result["metrics"] = {"doctor": arm_metrics(rows, "doctor")}
@@ -181,6 +204,18 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick):
 
         write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
+
+
+def _arms_result(rows: list[dict], arms: tuple[str, ...], seed: int) -> dict:
+    """Metrics per arm; doctor − baseline as `delta` (as --ab has it); every arm − naive as `delta_vs_naive`."""
+    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics
+
+    out: dict = {"arms": list(arms), "metrics": {a: arm_metrics(rows, a) for a in arms}}
+    if "baseline" in arms and "doctor" in arms:
+        out["delta"] = ab_delta(rows, seed)
+    if "naive" in arms:
+        out["delta_vs_naive"] = {a: ab_delta(rows, seed, "naive", a) for a in arms if a != "naive"}
+    return out
 
 
 def _same_run(out_dir: Path, params: dict) -> None:
@@ -242,9 +277,12 @@ def _table(result: dict) -> None:
     for k in names:
         t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else str(m.get(k, "—")) for m in metrics.values()))
     out.print(t)
-    for name, d in result.get("delta", {}).items():
-        out.print(f"delta {name}: {d}" if not isinstance(d, dict) else
-                  f"delta {name}: {d['delta']:+.4f} (95% CI {d['ci95'][0]:+.4f} … {d['ci95'][1]:+.4f})")
+    deltas = [("delta", result.get("delta", {}))]
+    deltas += [(f"{arm} − naive", d) for arm, d in result.get("delta_vs_naive", {}).items()]
+    for label, delta in deltas:
+        for name, d in delta.items():
+            out.print(f"{label} {name}: {d}" if not isinstance(d, dict) else
+                      f"{label} {name}: {d['delta']:+.4f} (95% CI {d['ci95'][0]:+.4f} … {d['ci95'][1]:+.4f})")
     if "faults" in result:
         _grid("per fault", result["faults"]["per_fault"])
         _grid("per symptom (against the faults that should raise it)",

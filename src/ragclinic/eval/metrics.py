@@ -2,7 +2,8 @@
 
 - Answer matching: answers are normalised (NFKC — full-width to half-width —, lower case, punctuation and
   spaces removed, thousands separators and trailing decimal zeros dropped) and an answer is correct when
-  every required part has one accepted alternative inside the normalised response (RGB's rule).
+  every required part has one accepted alternative inside the normalised response (RGB's rule), a number not
+  being part of a longer one ("70" is not in "170").
 - Classification: precision, recall, F1, balanced accuracy; expected calibration error of a confidence.
 - A/B: bootstrap confidence interval of a paired difference of means (resampling items).
 """
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,，](?=\d{3}\b)")
 _DECIMAL_ZEROS = re.compile(r"(\d+\.\d*?)0+\b")
+_LIGHT_SEP = re.compile(r"(?:[^\w.]|_|(?<!\d)\.|\.(?!\d))+")  # separators, but not a decimal point
 
 
 def normalise(text: str) -> str:
@@ -28,9 +30,32 @@ def normalise(text: str) -> str:
 
 
 def answer_correct(response: str, answers: Sequence[Sequence[str]]) -> bool:
-    """Every part has an alternative found in the response (after normalisation); no parts → False."""
-    resp = normalise(response)
-    return bool(answers) and all(any(normalise(a) and normalise(a) in resp for a in alts) for alts in answers)
+    """Every part has an alternative found in the response (after normalisation); no parts → False.
+
+    An alternative that starts or ends with a digit must not continue a longer number there: "70" is not in
+    "170 seats" (the counterfactual passages of RGB change 70 into 170)."""
+    resp, light = normalise(response), _light(response)
+    return bool(answers) and all(any(_found(a, resp, light) for a in alts) for alts in answers)
+
+
+def _light(text: str) -> str:
+    """Normalised like ``normalise`` but with separators kept as single spaces (digit runs stay apart)."""
+    t = unicodedata.normalize("NFKC", text).lower()
+    t = _THOUSANDS.sub("", t)
+    t = _DECIMAL_ZEROS.sub(lambda m: m.group(1).rstrip("."), t)
+    return " ".join(_LIGHT_SEP.sub(" ", t).split())
+
+
+def _found(alt: str, resp: str, light: str) -> bool:
+    a = normalise(alt)
+    if not a or a not in resp:
+        return False
+    if not (a[0].isdigit() or a[-1].isdigit()):
+        return True
+    words = _light(alt).split()
+    pattern = (r"(?<!\d)" if a[0].isdigit() else "") + r"\s?".join(re.escape(w) for w in words) + \
+        (r"(?!\d)" if a[-1].isdigit() else "")
+    return re.search(pattern, light) is not None
 
 
 def classification(pred: Sequence[bool], gold: Sequence[bool]) -> dict[str, float]:

@@ -37,7 +37,7 @@ def _plt():
 
 def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    arms = [a for a in ("baseline", "doctor") if any(r.get(a) for r in rows)]
+    arms = [a for a in ("naive", "baseline", "doctor") if any(r.get(a) for r in rows)]
     images = _plots(folder, rows, arms, "faults" in result)
     md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
     metrics = result["metrics"]
@@ -45,10 +45,9 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
     for k in dict.fromkeys(k for m in metrics.values() for k in m):
         md.append(f"| {k} | " + " | ".join(_fmt(m.get(k)) for m in metrics.values()) + " |")
     if result.get("delta"):
-        md += ["", "| delta (doctor − baseline) | value | 95% CI |", "|---|---|---|"]
-        for k, d in result["delta"].items():
-            md.append(f"| {k} | {_fmt(d['delta'])} | {_fmt(d['ci95'][0])} … {_fmt(d['ci95'][1])} |"
-                      if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
+        md += _delta_table("delta (doctor − baseline)", result["delta"])
+    for arm, delta in result.get("delta_vs_naive", {}).items():
+        md += _delta_table(f"delta ({arm} − naive peer)", delta)
     if "faults" in result:
         md += _fault_tables(result["faults"])
     diagnosis = folder / "diagnosis.json"
@@ -67,6 +66,14 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     write_html(path)
     return path
+
+
+def _delta_table(title: str, delta: dict[str, Any]) -> list[str]:
+    md = ["", f"| {title} | value | 95% CI |", "|---|---|---|"]
+    for k, d in delta.items():
+        md.append(f"| {k} | {_fmt(d['delta'])} | {_fmt(d['ci95'][0])} … {_fmt(d['ci95'][1])} |"
+                  if isinstance(d, dict) else f"| {k} | {_fmt(d)} | |")
+    return md
 
 
 def _diagnosis_section(d: dict[str, Any]) -> list[str]:

@@ -110,9 +110,37 @@ def case_dir(key: str) -> str:
 
 
 def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
-             kb_root: Path | None = None) -> dict[str, Any]:
+             kb_root: Path | None = None, arms: tuple[str, ...] = ()) -> dict[str, Any]:
     """One case: against a KB of its own documents (kept under ``kb_root`` when given, else temporary), or
-    ``shared_kb`` (the caller's) when it has none."""
+    ``shared_kb`` (the caller's) when it has none. ``arms`` (default: baseline, and doctor if ``doctor``) may
+    add ``naive`` (the naive peer: the case's passages in one prompt) or hold only it."""
+    arms = arms or (("baseline", "doctor") if doctor else ("baseline",))
+    naive = None
+    if "naive" in arms:
+        naive = _naive(case, lm)
+    row = {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.asked, "kb": "",
+           "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
+           "baseline": None, "doctor": None}
+    if naive is not None:
+        row["naive"] = naive
+    if "baseline" not in arms and "doctor" not in arms:
+        return row
+    return {**row, **_pipeline_case(case, lm, base_settings, "doctor" in arms, shared_kb, kb_root)}
+
+
+def _naive(case: Case, lm) -> dict[str, Any] | None:
+    from ragclinic.eval.tasks.naive import naive_arm
+
+    if not case.documents:
+        return None  # answered from a shared knowledge base: there is no "every passage" to put in a prompt
+    if lm is None:
+        from ragclinic.eval.datasets import DatasetError
+
+        raise DatasetError("the naive arm needs a language model (--llm local or local-small)")
+    return naive_arm(lm, case.asked, case.documents, case.item.answers, case.item.fake_answers)
+
+
+def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
     from ragclinic.doctor import Doctor
     from ragclinic.pipeline.runner import Pipeline
 
@@ -146,13 +174,12 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
                 kb.close()
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
-    return {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.asked, "kb": kb_path,
-            "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
-            "baseline": base, "doctor": doc, **extra}
+    return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}
 
 
 def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
-            shared_kb=None, progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+            shared_kb=None, progress: Callable[[int, int], None] | None = None,
+            arms: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """Every case's row (rows already in ``checkpoint`` are read back, not re-run). With a checkpoint, each
     case's knowledge base is kept in ``kbs/`` beside it."""
     done: dict[str, dict] = {}
@@ -168,7 +195,7 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
         row = done.get(case.key)
         if row is None:
             kb_root = checkpoint.parent / "kbs" if checkpoint is not None else None
-            row = run_case(case, lm, base_settings, doctor, shared_kb, kb_root)
+            row = run_case(case, lm, base_settings, doctor, shared_kb, kb_root, arms)
             if checkpoint is not None:
                 with open(checkpoint, "a", encoding="utf-8") as f:
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -207,9 +234,10 @@ def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
     return out
 
 
-def ab_delta(rows: list[dict], seed: int = 0) -> dict[str, Any]:
-    """Doctor − baseline per metric that is a per-item mean, with a paired bootstrap 95% interval."""
-    pairs = [r for r in rows if r.get("doctor")]
+def ab_delta(rows: list[dict], seed: int = 0, a: str = "baseline", b: str = "doctor") -> dict[str, Any]:
+    """Arm ``b`` − arm ``a`` (default doctor − baseline) per metric that is a per-item mean, with a paired
+    bootstrap 95% interval, over the cases both arms answered."""
+    pairs = [r for r in rows if r.get(a) and r.get(b)]
     out: dict[str, Any] = {}
     answerable = [r for r in pairs if not r["expect_refusal"] and r["expected"]]
     negative = [r for r in pairs if r["expect_refusal"]]
@@ -217,13 +245,12 @@ def ab_delta(rows: list[dict], seed: int = 0) -> dict[str, Any]:
                          ("refusal_accuracy", negative, lambda a: float(a["refused"])),
                          ("over_refusal", answerable, lambda a: float(a["refused"]))):
         if sub:
-            mean, lo, hi = bootstrap_delta([f(r["baseline"]) for r in sub], [f(r["doctor"]) for r in sub], seed=seed)
+            mean, lo, hi = bootstrap_delta([f(r[a]) for r in sub], [f(r[b]) for r in sub], seed=seed)
             out[name] = {"delta": round(mean, 4), "ci95": [round(lo, 4), round(hi, 4)]}
     if pairs:
-        out["p50_latency_ratio"] = round(statistics.median(r["doctor"]["ms"] / max(1e-3, r["baseline"]["ms"])
-                                                           for r in pairs), 3)
-        out["regressions"] = sum(r["baseline"]["correct"] and not r["doctor"]["correct"] for r in answerable)
-        out["repairs"] = sum(r["doctor"]["correct"] and not r["baseline"]["correct"] for r in answerable)
+        out["p50_latency_ratio"] = round(statistics.median(r[b]["ms"] / max(1e-3, r[a]["ms"]) for r in pairs), 3)
+        out["regressions"] = sum(r[a]["correct"] and not r[b]["correct"] for r in answerable)
+        out["repairs"] = sum(r[b]["correct"] and not r[a]["correct"] for r in answerable)
     return out
 
 

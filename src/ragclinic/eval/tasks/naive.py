@@ -1,0 +1,52 @@
+"""The naive peer: every passage of an item in one prompt of the same model, greedy, no retrieval, no checks.
+
+It is the yardstick the pipeline must beat: if it answers better than ragclinic, the pipeline is a
+regression, and its time is what ragclinic's time is compared against. The wording is the one the issue
+tracker fixed (issue 13), in the question's language; a reply containing the refusal phrase counts as a
+refusal. Answers are scored by the same matching as the other arms.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ragclinic.eval.metrics import answer_correct
+from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.text.lang import detect_language
+
+MAX_TOKENS = 64
+INSTRUCTION = {
+    "en": "Answer the question using only the documents. If they do not contain the answer, reply exactly: "
+          "insufficient information.",
+    "zh": "请只根据文档回答问题。如果文档中没有答案，请只回答：信息不足。",
+}
+REFUSAL = ("insufficient information", "信息不足")
+
+
+def naive_messages(question: str, documents: tuple[str, ...] | list[str]) -> list[Message]:
+    lang = "zh" if detect_language(question) == "zh" else "en"
+    docs = "\n\n".join(f"Document {i}: {d}" if lang == "en" else f"文档{i}：{d}"
+                       for i, d in enumerate(documents, start=1))
+    asked = f"Documents:\n{docs}\n\nQuestion: {question}" if lang == "en" else f"文档：\n{docs}\n\n问题：{question}"
+    return [Message("system", INSTRUCTION[lang]), Message("user", asked)]
+
+
+def refused(text: str) -> bool:
+    low = text.lower()
+    return any(p in low for p in REFUSAL) or not text.strip()
+
+
+def naive_arm(lm: LanguageModel, question: str, documents, answers, fake_answers=()) -> dict[str, Any]:
+    """The naive peer's row for one case (the same fields as the pipeline's arms)."""
+    t0 = time.perf_counter()
+    done = lm.chat(naive_messages(question, documents), max_tokens=MAX_TOKENS, temperature=0.0)
+    ms = (time.perf_counter() - t0) * 1000
+    text = done.text.strip()
+    no = refused(text)
+    return {"answer": text, "refused": no,
+            "correct": (not no and answer_correct(text, answers)) if answers else False,
+            "fake": bool(fake_answers) and answer_correct(text, (fake_answers,)),
+            "conflict_stated": any(w in text for w in ("disagree", "conflict", "分歧", "矛盾")),
+            "claims": 0, "unsupported": 0, "cited": 0, "cited_ok": 0, "ms": round(ms, 1), "lm_calls": 1,
+            "prompt_tokens": done.prompt_tokens, "trace_id": ""}
