@@ -124,3 +124,21 @@ def test_attribution_cites_uncited_sentences_in_both_languages():
         zh[0].chunk, text="知识库为每个段落建立词法索引和向量索引。", language="zh")))]
     text, n = attribute_citations("知识库为每个段落建立了词法索引和向量索引。", zh, 0.5)
     assert text == "知识库为每个段落建立了词法索引和向量索引[1]。" and n == 1
+
+
+def test_citations_never_land_inside_code_spans_format_tokens_or_quotations():
+    """From a Rust manual in HTML: the citation step used to split `{:?}` and `vec!` ("{: [1]?}", "`vec [1]!`")."""
+    from ragclinic.pipeline.generate.citations import _sentences, attribute_citations
+
+    text = ("A value printed with {:?} uses the Debug trait. The vec! macro builds a vector. "
+            "Use the `vec!` macro to build a vector.")
+    c = Chunk("c1", "d1", text, 0, len(text), (), None, "en", 30, 0)
+    ps = [Passage(1, Hit(c, 1.0, (), 1), DocInfo("d1", "/rust.html", "Rust"), support=0.9)]
+    answer = "Values printed with {:?} use the Debug trait. Use the `vec!` macro to build a vector."
+    cited, n = attribute_citations(answer, ps, 0.5)
+    assert "{:?}" in cited and "`vec!`" in cited and n == 2
+    assert cited == "Values printed with {:?} use the Debug trait [1]. Use the `vec!` macro to build a vector [1]."
+    assert _sentences('He said "Stop! Now." and left. Then it rained.') == ['He said "Stop! Now." and left.',
+                                                                          "Then it rained."]
+    glued, n = attribute_citations("The vec!macro builds a vector.", ps, 0.5)  # a split inside a token
+    assert "vec![" not in glued and "vec [" not in glued

@@ -52,9 +52,19 @@ def violations(text: str) -> list[str]:
     return [p for p in VIOLATION_PHRASES if p in low]
 
 
+# Spans no sentence boundary may fall in (and no citation may be put in): `code`, {format} tokens, quotations.
+_ATOMIC = re.compile(r"`[^`\n]*`|\{[^{}\s]{0,40}\}|“[^”\n]{0,200}”|\"[^\"\n]{0,200}\"")
+
+
+def _masked(text: str) -> str:
+    """``text`` with every atomic span's inside replaced by letters of the same length (offsets unchanged)."""
+    return _ATOMIC.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], text)
+
+
 def _sentences(text: str) -> list[str]:
     out = []
-    for a, b in split_sentences(text, language=detect_language(text)):
+    masked = _masked(text)
+    for a, b in split_sentences(masked, language=detect_language(text)):
         s = text[a:b].strip()
         if s and CITE.fullmatch(s.replace(" ", "")) and out:
             out[-1] += " " + s  # a citation split off as its own "sentence" belongs to the one before
@@ -77,7 +87,8 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
         out.append(answer[pos:at])
         pos = at + len(sent)
         bare = sent.strip()
-        if not CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
+        glued = pos < len(answer) and not answer[pos].isspace()  # the split fell inside a token: leave it
+        if not glued and not CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
             score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
             if score >= threshold:
                 core = bare.rstrip(".。!！?？")
