@@ -128,7 +128,7 @@ def test_attribution_cites_uncited_sentences_in_both_languages():
 
 def test_citations_never_land_inside_code_spans_format_tokens_or_quotations():
     """From a Rust manual in HTML: the citation step used to split `{:?}` and `vec!` ("{: [1]?}", "`vec [1]!`")."""
-    from ragclinic.pipeline.generate.citations import _sentences, attribute_citations
+    from ragclinic.pipeline.generate.citations import answer_sentences as _sentences, attribute_citations
 
     text = ("A value printed with {:?} uses the Debug trait. The vec! macro builds a vector. "
             "Use the `vec!` macro to build a vector.")

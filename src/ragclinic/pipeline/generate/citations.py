@@ -61,7 +61,7 @@ def _masked(text: str) -> str:
     return _ATOMIC.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], text)
 
 
-def _sentences(text: str) -> list[str]:
+def answer_sentences(text: str) -> list[str]:
     out = []
     masked = _masked(text)
     for a, b in split_sentences(masked, language=detect_language(text)):
@@ -80,7 +80,7 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
     flagged, and a sentence no passage supports stays uncited — and so stays visible to the checks.
     """
     out, added, pos = [], 0, 0
-    for sent in _sentences(answer):
+    for sent in answer_sentences(answer):
         at = answer.find(sent, pos)
         if at < 0:
             return answer, 0  # the sentence splitter changed the text: leave the answer as it was
@@ -102,7 +102,7 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
 
 def _claim_sentences(answer: str) -> list[str]:
     out = []
-    for sent in _sentences(answer):
+    for sent in answer_sentences(answer):
         if _CONFLICT.match(sent):
             out += [part for part in _SIDE.split(_CONFLICT.sub("", sent)) if part and not re.fullmatch(r"but|而", part, re.I)]
         else:

@@ -1,0 +1,70 @@
+"""Answers that read like answers: a sentence opening with talk about its source ("According to passage [4],
+...", "The passage [3] states that ...", "根据[3]和[4]两段，...", "根据第3段，...") becomes the claim itself with
+its citations at the end ("... [4]."). Small models open most answers this way; the user asked a question,
+not what the passages say, and the claim checks judge the claim better without the lead-in.
+
+Only lead-ins that name passage numbers are rewritten (the numbers become the citations); anything else is
+left as the model wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_REFS = r"\[?\d{1,2}\]?(?:\s*(?:,|，|、|and|和|与|及|&)\s*(?:第\s*)?\[?\d{1,2}\]?)*"  # "[2] and [3]", "1、2、3"
+_EN_LEAD = re.compile(
+    r"^(?:according to|based on|as (?:stated|mentioned|described) in|from)\s+(?:the\s+)?"
+    r"(?:passages?|documents?|sources?)\s*" + _REFS + r"\s*,\s*", re.I)
+_EN_SAYS = re.compile(
+    r"^(?:the\s+)?(?:passages?|documents?|sources?)\s*" + _REFS + r"\s+"
+    r"(?:states?|says?|mentions?|indicates?|explains?|notes?|shows?|confirms?)\s+(?:that\s+)?", re.I)
+_ZH_LEAD = re.compile(
+    r"^(?:根据|依据|按照|从)\s*(?:第\s*)?" + _REFS + r"\s*"
+    r"(?:两|三|四|五|几)?\s*(?:段落|段文字|段|篇文档|篇|个文档|文档)?(?:的内容|中的信息|所述|的信息|的描述)?\s*[，,:：]\s*")
+_CITES = re.compile(r"\d+")
+_END = re.compile(r"([.。!！?？]*)\s*$")
+
+
+def _numbers(match: re.Match) -> list[int]:
+    return [int(n) for n in _CITES.findall(match.group(0))]
+
+
+def _attach(claim: str, ns: list[int]) -> str:
+    ns = list(dict.fromkeys(ns))
+    body, end = _END.split(claim, maxsplit=1)[0], _END.search(claim).group(1)
+    existing = set(int(n) for n in re.findall(r"\[(\d+)\]", body))
+    marks = "".join(f"[{n}]" for n in ns if n not in existing)
+    if not marks:
+        return body + end
+    cjk = bool(body) and "\u4e00" <= body[-1] <= "\u9fff"
+    return f"{body}{'' if cjk else ' '}{marks}{end}" if body else claim
+
+
+def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
+    """One sentence with its source-talk lead-in turned into trailing citations (unchanged if it has none, or
+    if the lead-in names a passage number not in ``valid``, the numbers of the passages given)."""
+    for pattern in (_EN_LEAD, _EN_SAYS, _ZH_LEAD):
+        m = pattern.match(sentence)
+        if m:
+            rest = sentence[m.end():]
+            if len(rest.strip()) < 2 or (valid is not None and not set(_numbers(m)) <= valid):
+                return sentence
+            if pattern is not _ZH_LEAD:
+                rest = rest[0].upper() + rest[1:]
+            return _attach(rest, _numbers(m))
+    return sentence
+
+
+def rewrite(answer: str, split, valid: set[int]) -> tuple[str, int]:
+    """Every sentence of ``answer`` (``split``: text → sentence strings in order) rewritten; the count changed."""
+    out, pos, changed = [], 0, 0
+    for sent in split(answer):
+        at = answer.find(sent, pos)
+        if at < 0:
+            return answer, 0
+        new = rewrite_sentence(sent, valid)
+        changed += new != sent
+        out += [answer[pos:at], new]
+        pos = at + len(sent)
+    out.append(answer[pos:])
+    return "".join(out), changed

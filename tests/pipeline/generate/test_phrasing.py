@@ -1,0 +1,49 @@
+"""Answers state the claim, cited at the end — not "According to passage [4], ..." (English and Chinese)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import BOND_DOCS, build_kb
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.pipeline.generate.citations import answer_sentences
+from ragclinic.pipeline.generate.phrasing import rewrite, rewrite_sentence
+from ragclinic.pipeline.runner import Pipeline
+
+
+@pytest.mark.parametrize("before, after", [
+    ("According to passage [4], the bond matures in 2031.", "The bond matures in 2031 [4]."),
+    ("According to Passage [4], Alpha won.", "Alpha won [4]."),
+    ("The passage [1] states that bills are the usual proxy.", "Bills are the usual proxy [1]."),
+    ("Passages [2] and [3] say that rates rose.", "Rates rose [2][3]."),
+    ("From passage 2, the answer is 5.", "The answer is 5 [2]."),
+    ("根据[3]和[4]两段，2018年新增就业人数为1361万人。", "2018年新增就业人数为1361万人[3][4]。"),
+    ("根据第3段，立法会共有90个议席。", "立法会共有90个议席[3]。"),
+    ("根据第1、2、3段落，立法会有90个议席。", "立法会有90个议席[1][2][3]。"),
+    ("根据[1]，冠军是山东泰山[1]。", "冠军是山东泰山[1]。"),  # no citation twice
+])
+def test_source_talk_becomes_a_cited_claim(before, after):
+    assert rewrite_sentence(before, {1, 2, 3, 4}) == after
+
+
+@pytest.mark.parametrize("text", [
+    "The bond matures in 2031 [2].", "According to the documents, nothing.", "According to 2020 figures, GDP rose.",
+    "根据2020年的数据，GDP增长了。", "According to passage [9], it is 5.",  # [9] was not given: left as written
+])
+def test_everything_else_is_left_as_written(text):
+    assert rewrite_sentence(text, {1, 2, 3, 4}) == text
+
+
+def test_whole_answers_and_the_generate_layer(tmp_path):
+    text, n = rewrite("According to passage [1], X is 3. Y is 4 [2].", answer_sentences, {1, 2})
+    assert text == "X is 3 [1]. Y is 4 [2]." and n == 1
+    kb = build_kb(tmp_path, BOND_DOCS)
+    try:
+        lm = ScriptedLanguageModel(["According to passage [1], short-dated treasury bills are the usual proxy for "
+                                    "the risk-free rate."], yes_prob=0.9)
+        state, _ = Pipeline(kb, lm=lm).ask("What is usually used as a proxy for the risk-free rate?")
+    finally:
+        kb.close()
+    a = state.answer
+    assert a.text.startswith("Short-dated treasury bills are the usual proxy") and a.text.endswith("[1].")
+    assert any(f.startswith("rephrased: 1 sentence") for f in a.flags) and a.claims[0].verdict == "supported"
