@@ -16,6 +16,7 @@ from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import attribute_citations, declines
 from ragclinic.pipeline.generate.citations import answer_sentences
 from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
+from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.pipeline.retrieve.rerank import rerank
@@ -111,6 +112,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
             draft = ctx.generator.generate(GenerateInput(q, state.passages, d, state.conflicts, r.sub_questions,
                                                          r.show_relevance, r.prompt_variant), ctx.on_token)
         text, generator = draft.text, draft.generator
+        text = tidy_citations(text)
         text, rephrased = rewrite_source_talk(text, answer_sentences, {p.n for p in state.passages})
         if rephrased:
             flags.append(f"rephrased: {rephrased} sentence(s) that talked about the passages now state the claim")

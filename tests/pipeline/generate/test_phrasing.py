@@ -7,7 +7,7 @@ import pytest
 from helpers import BOND_DOCS, build_kb
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.citations import answer_sentences
-from ragclinic.pipeline.generate.phrasing import rewrite, rewrite_sentence
+from ragclinic.pipeline.generate.phrasing import rewrite, rewrite_sentence, tidy_citations
 from ragclinic.pipeline.runner import Pipeline
 
 
@@ -47,3 +47,13 @@ def test_whole_answers_and_the_generate_layer(tmp_path):
     a = state.answer
     assert a.text.startswith("Short-dated treasury bills are the usual proxy") and a.text.endswith("[1].")
     assert any(f.startswith("rephrased: 1 sentence") for f in a.flags) and a.claims[0].verdict == "supported"
+
+
+@pytest.mark.parametrize("before, after", [
+    ("知识库为每个段落建立了词法索引和向量索引。 [1]", "知识库为每个段落建立了词法索引和向量索引[1]。"),
+    ("Rates rose. [2] Then they fell. [3]", "Rates rose [2]. Then they fell [3]."),
+    ("See the table.[1][2]", "See the table [1][2]."), ("A is 5. [1, 2]", "A is 5 [1,2]."),
+    ("Rates rose [2].", "Rates rose [2]."), ("It is 3.5 [1].", "It is 3.5 [1]."),
+])
+def test_a_citation_after_the_full_stop_moves_before_it(before, after):
+    assert tidy_citations(before) == after

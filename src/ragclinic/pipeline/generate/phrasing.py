@@ -68,3 +68,18 @@ def rewrite(answer: str, split, valid: set[int]) -> tuple[str, int]:
         pos = at + len(sent)
     out.append(answer[pos:])
     return "".join(out), changed
+
+
+_TRAILING = re.compile(r"(?<=\S)\s*([.。!！?？])\s*((?:\[\d+(?:\s*[,，、]\s*\d+)*\]\s*)+)(?=\s|$)")
+
+
+def tidy_citations(answer: str) -> str:
+    """Citations that trail a sentence's full stop ("索引。 [1]", "rose. [2]") moved before it ("索引[1]。",
+    "rose [2].") — the [n] belongs to the sentence it cites, not to the next one."""
+    def move(m: re.Match) -> str:
+        marks = "".join(re.sub(r"\s+", "", x) for x in re.findall(r"\[[^\]]+\]", m.group(2)))
+        before = answer[m.start() - 1] if m.start() > 0 else ""
+        cjk = "\u4e00" <= before <= "\u9fff" or m.group(1) in "。！？"
+        return f"{'' if cjk else ' '}{marks}{m.group(1)}"
+
+    return _TRAILING.sub(move, answer).strip()
