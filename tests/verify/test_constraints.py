@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragclinic.verify.constraints import Constraint, check, check_all, cn_number, constraints
+from ragclinic.verify.constraints import (Constraint, answer_type, check, check_all, cn_number, constraints,
+                                          has_answer_of_type)
 
 
 @pytest.mark.parametrize("text, n", [("六", 6), ("十", 10), ("十二", 12), ("二十", 20), ("二十三", 23),
@@ -52,3 +53,20 @@ def test_quoted_titles_and_plain_numbers_are_found_or_missing():
     assert check(c, "The film opened in 2021.").verdict == "missing"
     n = Constraint("number", "70", "70")
     assert check(n, "It has 70 seats.").verdict == "found" and check(n, "It has 170 seats.").verdict == "missing"
+
+
+@pytest.mark.parametrize("q, kind", [
+    ("When did the war end?", "date"), ("What year was it founded?", "date"), ("它是哪一年成立的？", "date"),
+    ("2019年军运会在什么时候举办？", "date"), ("How many seats are there?", "number"),
+    ("香港第六届立法会选举有多少个议席？", "number"), ("他有几个孩子？", "number"),
+    ("Who won the 2022 championship?", None), ("2020赛季中超冠军是谁？", None), ("Where is it held?", None),
+])
+def test_answer_types(q, kind):
+    assert answer_type(q) == kind
+
+
+def test_a_passage_without_a_number_cannot_say_how_many():
+    assert has_answer_of_type("number", "共有七十个议席。") and has_answer_of_type("number", "It has 70 seats.")
+    assert not has_answer_of_type("number", "The council meets in the chamber.")
+    assert has_answer_of_type("date", "It ended on 2 May.") and has_answer_of_type("date", "会议于9月4日举行。")
+    assert not has_answer_of_type("date", "The war ended after long talks.")

@@ -135,3 +135,35 @@ def _verdict(c: Constraint, ok: bool, same_kind: list[str]) -> Check:
 
 def check_all(question: str, passage: str) -> tuple[Check, ...]:
     return tuple(check(c, passage) for c in constraints(question))
+
+
+# ---------------------------------------------------------------------------------------------- answer type
+_TYPE_RULES = (
+    ("date", re.compile(r"\b(when|what year|which year|what date|what day|how long ago)\b|何时|什么时候|哪一?年|几月|"
+                        r"哪一?天|几号|何年|日期是", re.I)),
+    ("number", re.compile(r"\b(how (many|much|old|tall|long|far|big|large|high)|what (percentage|percent|share|"
+                          r"number|amount))\b|多少|几[个位名次届家种项条所座只]|多大|多高|多长|多重|多远|百分之几|几成",
+                          re.I)),
+)
+_HAS = {
+    "date": re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d)(?!\d)|\d{1,2}\s*[月日号]|[一二三四五六七八九十]+月|\b(january|february|"
+                       r"march|april|may|june|july|august|september|october|november|december)\b", re.I),
+    "number": re.compile(r"\d|[零〇一二两三四五六七八九十百千万亿]+\s*[个位名次届家种项条所座只人元米岁年%％席倍]|"
+                         r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                         r"fifty|hundred|thousand|million|billion|dozen)\b", re.I),
+}
+
+
+def answer_type(question: str) -> str | None:
+    """"date", "number", or None (a person, a place, a name, an explanation: not checkable by pattern)."""
+    q = _norm(question)
+    for kind, rule in _TYPE_RULES:
+        if rule.search(q):
+            return kind
+    return None
+
+
+def has_answer_of_type(kind: str, passage: str) -> bool:
+    """Whether ``passage`` holds anything of the asked type at all (a passage without a number cannot say how
+    many)."""
+    return bool(_HAS[kind].search(_norm(passage)))
