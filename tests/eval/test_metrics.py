@@ -28,6 +28,11 @@ def test_answer_parts_and_alternatives():
     assert answer_correct("70 seats, not 170.", (("70",),)) and answer_correct("It had 1,200 staff", (("1200",),))
     assert answer_correct("选举在2016年9月4日举行", (("9月4日",),)) and not answer_correct("在19月4日", (("9月4日",),))
     assert answer_correct("It was 3.50 dollars", (("3.5",),)) and not answer_correct("35 dollars", (("3.5",),))
+    # separators the expected answer lacks still match; a decimal is not its integer part
+    for resp, ans in (("2016 年 9 月 4 日", "9月4日"), ("共 1361 万人", "1361万"), ("70 个议席", "70个"),
+                      ("COVID-19", "COVID19"), ("B-52", "B52"), ("1.5 million", "1.5million"), ("1 200 staff", "1200")):
+        assert answer_correct(resp, ((ans,),)), (resp, ans)
+    assert not answer_correct("70.5 seats", (("70",),)) and not answer_correct("0.5 percent", (("5",),))
 
 
 def test_classification_by_hand():

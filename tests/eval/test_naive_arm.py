@@ -72,4 +72,8 @@ def test_cli_arms_json_contract_and_report(tmp_path, monkeypatch):
                      (["--arms", "naive", "--ab"], "--arms replaces --ab")):
         b = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "fake", *bad])
         assert b.exit_code == 2 and msg in b.output
+    # the checkpoint of an --arms run does not resume an --ab run (its rows lack the baseline and doctor)
+    other = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "fake", "--ab", "--noise",
+                                     "0.4,neg", "--out", str(tmp_path / "o")])
+    assert other.exit_code == 2 and "another run" in other.output and "arms" in other.output
     assert set(NEG)  # the fixture's negatives are what the neg case is built from

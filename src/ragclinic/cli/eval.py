@@ -175,7 +175,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         checkpoint = out_dir / "items.jsonl"
         _same_run(out_dir, {"task": mode == "faults" and "doctor" or "rag", "dataset": data.source, "seed": seed,
                             "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline",
-                            **({"arms": list(arms)} if arms else {})})
+                            "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor")))})
     shared = None
     if kb_dir is not None:  # items without their own documents are answered from this knowledge base
         from ragclinic.store.kb import KnowledgeBase
@@ -223,6 +223,7 @@ def _same_run(out_dir: Path, params: dict) -> None:
     marker = out_dir / "run.json"
     if marker.is_file() and (out_dir / "items.jsonl").is_file():
         old = json.loads(marker.read_text(encoding="utf-8"))
+        old.setdefault("arms", ["baseline", "doctor"] if old.get("doctor") else ["baseline"])  # older run.json
         diff = {k: (old.get(k), v) for k, v in params.items() if old.get(k) != v}
         if diff:
             shown = "; ".join(f"{k}: {a!r} then, {b!r} now" for k, (a, b) in diff.items())

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,，](?=\d{3}\b)")
 _DECIMAL_ZEROS = re.compile(r"(\d+\.\d*?)0+\b")
+_SPACE_THOUSANDS = re.compile(r"(?<=\d)[ \u00a0\u202f](?=\d{3}(?!\d))")  # "1 200" (a thousands space)
 _LIGHT_SEP = re.compile(r"(?:[^\w.]|_|(?<!\d)\.|\.(?!\d))+")  # separators, but not a decimal point
 
 
@@ -39,11 +40,13 @@ def answer_correct(response: str, answers: Sequence[Sequence[str]]) -> bool:
 
 
 def _light(text: str) -> str:
-    """Normalised like ``normalise`` but with separators kept as single spaces (digit runs stay apart)."""
+    """Normalised like ``normalise`` (separators removed), except that one space stays between two digit runs
+    ("70 170" stays apart; "9 月 4 日" → "9月4日"; "COVID-19" → "covid19"); decimal points are kept."""
     t = unicodedata.normalize("NFKC", text).lower()
-    t = _THOUSANDS.sub("", t)
+    t = _THOUSANDS.sub("", _SPACE_THOUSANDS.sub("", t))
     t = _DECIMAL_ZEROS.sub(lambda m: m.group(1).rstrip("."), t)
-    return " ".join(_LIGHT_SEP.sub(" ", t).split())
+    t = " ".join(_LIGHT_SEP.sub(" ", t).split())
+    return re.sub(r"(?<=\D) | (?=\D)", "", t)
 
 
 def _found(alt: str, resp: str, light: str) -> bool:
@@ -52,9 +55,8 @@ def _found(alt: str, resp: str, light: str) -> bool:
         return False
     if not (a[0].isdigit() or a[-1].isdigit()):
         return True
-    words = _light(alt).split()
-    pattern = (r"(?<!\d)" if a[0].isdigit() else "") + r"\s?".join(re.escape(w) for w in words) + \
-        (r"(?!\d)" if a[-1].isdigit() else "")
+    pattern = (r"(?<![\d.])" if a[0].isdigit() else "") + re.escape(_light(alt)) + \
+        (r"(?!\.?\d)" if a[-1].isdigit() else "")
     return re.search(pattern, light) is not None
 
 

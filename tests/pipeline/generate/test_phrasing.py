@@ -57,3 +57,40 @@ def test_whole_answers_and_the_generate_layer(tmp_path):
 ])
 def test_a_citation_after_the_full_stop_moves_before_it(before, after):
     assert tidy_citations(before) == after
+
+
+@pytest.mark.parametrize("text", [
+    "The passage [2] mentions Alpha and Beta.", "Passage [1] indicates no change.",  # no "that": not rephrased
+    "According to passage 1, 2, 4 and 5 are the winners.", "According to source 1, 2, and 3, X.",
+])
+def test_ambiguous_source_talk_is_left_alone(text):
+    assert rewrite_sentence(text, {1, 2, 3, 4, 5}) == text
+
+
+@pytest.mark.parametrize("before, after", [
+    ("Based on passages [1], [2], and [3], the bond matures in 2031.", "The bond matures in 2031 [1][2][3]."),
+    ("According to passage [3], iPhone sales rose.", "iPhone sales rose [3]."),
+    ("根据第1和第2段，A是5。", "A是5[1][2]。"), ("According to passage [1], A is 5 [1, 2].", "A is 5 [1, 2]."),
+])
+def test_lists_case_and_cjk_spacing(before, after):
+    assert rewrite_sentence(before, {1, 2, 3}) == after
+
+
+@pytest.mark.parametrize("text", ["It rose... [1]", "Sources:\n1. [1]\n2. [3]", "U.S. [1]"])
+def test_ellipses_numbered_lists_and_abbreviations_keep_their_citations_where_they_are(text):
+    assert tidy_citations(text) == text
+
+
+def test_chinese_sentences_each_get_their_citation_and_quotations_end_sentences():
+    from ragclinic.pipeline.generate.citations import attribute_citations
+    from ragclinic.types import Chunk, DocInfo, Hit, Passage
+
+    def passage(n, text):
+        c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, "zh", 20, 0)
+        return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
+
+    ps = [passage(1, "香港第六届立法会共有70个议席。"), passage(2, "选举于2016年9月4日举行。")]
+    text, n = attribute_citations("香港第六届立法会共有70个议席。选举于2016年9月4日举行。", ps, 0.5)
+    assert text == "香港第六届立法会共有70个议席[1]。选举于2016年9月4日举行[2]。" and n == 2
+    assert answer_sentences('He said "we won." The council has 70 seats.') == ['He said "we won."',
+                                                                             "The council has 70 seats."]

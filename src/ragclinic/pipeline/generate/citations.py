@@ -57,8 +57,15 @@ _ATOMIC = re.compile(r"`[^`\n]*`|\{[^{}\s]{0,40}\}|“[^”\n]{0,200}”|\"[^\"\
 
 
 def _masked(text: str) -> str:
-    """``text`` with every atomic span's inside replaced by letters of the same length (offsets unchanged)."""
-    return _ATOMIC.sub(lambda m: m.group()[0] + "x" * (len(m.group()) - 2) + m.group()[-1], text)
+    """``text`` with every atomic span's inside replaced by letters of the same length (offsets unchanged). A
+    quotation keeps a full stop at its end ('He said "we won." The council ...' is two sentences)."""
+    def mask(m: re.Match) -> str:
+        g = m.group()
+        inner = g[1:-1]
+        keep = len(inner) - len(inner.rstrip(".!?。！？")) if g[0] in "“\"" else 0
+        return g[0] + "x" * (len(inner) - keep) + inner[len(inner) - keep:] + g[-1]
+
+    return _ATOMIC.sub(mask, text)
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -87,7 +94,8 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
         out.append(answer[pos:at])
         pos = at + len(sent)
         bare = sent.strip()
-        glued = pos < len(answer) and not answer[pos].isspace()  # the split fell inside a token: leave it
+        # the split fell inside a token ("vec!macro"): leave it (a CJK sentence is never followed by a space)
+        glued = pos < len(answer) and answer[pos].isascii() and (answer[pos].isalnum() or answer[pos] in "_{`")
         if not glued and not CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
             score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
             if score >= threshold:

@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import re
 
-_REFS = r"\[?\d{1,2}\]?(?:\s*(?:,|，|、|and|和|与|及|&)\s*(?:第\s*)?\[?\d{1,2}\]?)*"  # "[2] and [3]", "1、2、3"
+# English: bracketed references ("[2] and [3]", "[1], [2], and [3]") or one bare number ("passage 2").
+_EN_REFS = r"(?:\[\d{1,2}\](?:\s*(?:,\s*and|,|and|&)\s*\[\d{1,2}\])*|\d{1,2}(?!\s*,\s*\d))"
+_ZH_REFS = r"\[?\d{1,2}\]?(?:\s*(?:,|，|、|和|与|及)\s*(?:第\s*)?\[?\d{1,2}\]?)*"  # "[3]和[4]", "第1、2、3"
 _EN_LEAD = re.compile(
     r"^(?:according to|based on|as (?:stated|mentioned|described) in|from)\s+(?:the\s+)?"
-    r"(?:passages?|documents?|sources?)\s*" + _REFS + r"\s*,\s*", re.I)
+    r"(?:passages?|documents?|sources?)\s*" + _EN_REFS + r"\s*,\s*", re.I)
 _EN_SAYS = re.compile(
-    r"^(?:the\s+)?(?:passages?|documents?|sources?)\s*" + _REFS + r"\s+"
-    r"(?:states?|says?|mentions?|indicates?|explains?|notes?|shows?|confirms?)\s+(?:that\s+)?", re.I)
+    r"^(?:the\s+)?(?:passages?|documents?|sources?)\s*" + _EN_REFS + r"\s+"
+    r"(?:states?|says?|mentions?|indicates?|explains?|notes?|shows?|confirms?)\s*(?:that\s+|:\s*)", re.I)
 _ZH_LEAD = re.compile(
-    r"^(?:根据|依据|按照|从)\s*(?:第\s*)?" + _REFS + r"\s*"
+    r"^(?:根据|依据|按照|从)\s*(?:第\s*)?" + _ZH_REFS + r"\s*"
     r"(?:两|三|四|五|几)?\s*(?:段落|段文字|段|篇文档|篇|个文档|文档)?(?:的内容|中的信息|所述|的信息|的描述)?\s*[，,:：]\s*")
 _CITES = re.compile(r"\d+")
-_END = re.compile(r"([.。!！?？]*)\s*$")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _numbers(match: re.Match) -> list[int]:
@@ -30,14 +32,23 @@ def _numbers(match: re.Match) -> list[int]:
 
 
 def _attach(claim: str, ns: list[int]) -> str:
-    ns = list(dict.fromkeys(ns))
-    body, end = _END.split(claim, maxsplit=1)[0], _END.search(claim).group(1)
-    existing = set(int(n) for n in re.findall(r"\[(\d+)\]", body))
-    marks = "".join(f"[{n}]" for n in ns if n not in existing)
-    if not marks:
-        return body + end
-    cjk = bool(body) and "\u4e00" <= body[-1] <= "\u9fff"
-    return f"{body}{'' if cjk else ' '}{marks}{end}" if body else claim
+    from ragclinic.pipeline.generate.citations import parse_citations
+
+    body = claim.rstrip()
+    core = body.rstrip(".。!！?？")
+    end = body[len(core):]
+    existing = set(parse_citations(core))
+    marks = "".join(f"[{n}]" for n in dict.fromkeys(ns) if n not in existing)
+    if not marks or not core:
+        return claim if not core else core + end
+    return f"{core}{'' if _CJK.search(core) else ' '}{marks}{end}"
+
+
+def _capitalised(rest: str) -> str:
+    """The first letter upper-cased when the first word is all lower case ("the bond" → "The bond"; "iPhone",
+    "eBay" and "pH" stay as they are)."""
+    first = rest.split(maxsplit=1)[0] if rest.split() else ""
+    return rest[0].upper() + rest[1:] if first.islower() and first[0].isalpha() else rest
 
 
 def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
@@ -50,7 +61,9 @@ def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
             if len(rest.strip()) < 2 or (valid is not None and not set(_numbers(m)) <= valid):
                 return sentence
             if pattern is not _ZH_LEAD:
-                rest = rest[0].upper() + rest[1:]
+                if rest[0].isdigit():
+                    return sentence  # "According to passage 1, 2 and 4 are ...": which numbers cite is unclear
+                rest = _capitalised(rest)
             return _attach(rest, _numbers(m))
     return sentence
 
@@ -70,16 +83,20 @@ def rewrite(answer: str, split, valid: set[int]) -> tuple[str, int]:
     return "".join(out), changed
 
 
-_TRAILING = re.compile(r"(?<=\S)\s*([.。!！?？])\s*((?:\[\d+(?:\s*[,，、]\s*\d+)*\]\s*)+)(?=\s|$)")
+_TRAILING = re.compile(r"(?<=[^.\s])\s*([.。!！?？])[ \t]*((?:\[\d+(?:\s*[,，、]\s*\d+)*\][ \t]*)+)(?=\s|$)")
 
 
 def tidy_citations(answer: str) -> str:
     """Citations that trail a sentence's full stop ("索引。 [1]", "rose. [2]") moved before it ("索引[1]。",
-    "rose [2].") — the [n] belongs to the sentence it cites, not to the next one."""
+    "rose [2].") — the [n] belongs to the sentence it cites, not to the next one. Left alone: an ellipsis, a
+    numbered list item ("1. [1]"), an abbreviation ("U.S. [1]")."""
     def move(m: re.Match) -> str:
+        line = answer[:m.start()].rsplit("\n", 1)[-1]
+        if re.fullmatch(r"\s*\d+", line) or re.search(r"(?:^|[\s.])[A-Za-z]$", line):
+            return m.group(0)
         marks = "".join(re.sub(r"\s+", "", x) for x in re.findall(r"\[[^\]]+\]", m.group(2)))
-        before = answer[m.start() - 1] if m.start() > 0 else ""
-        cjk = "\u4e00" <= before <= "\u9fff" or m.group(1) in "。！？"
-        return f"{'' if cjk else ' '}{marks}{m.group(1)}"
+        cjk = bool(_CJK.search(line[-1:])) or m.group(1) in "。！？"
+        tail = m.group(0)[len(m.group(0).rstrip()):]
+        return f"{'' if cjk else ' '}{marks}{m.group(1)}{tail}"
 
-    return _TRAILING.sub(move, answer).strip()
+    return _TRAILING.sub(move, answer)
