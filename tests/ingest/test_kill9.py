@@ -8,34 +8,18 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
+from helpers import plugin_cli_script, register_slowfake
 from ragclinic.config import Settings
 from ragclinic.store.kb import KnowledgeBase
 
 # A child process that registers a slow fake embedder (the plugin path the built-ins use) and runs the CLI.
-CHILD = textwrap.dedent("""
-    import sys, time
-    sys.path.insert(0, {tests!r})
-    import netguard; netguard.install()
-    from ragclinic.models.embedder import EMBEDDERS
-    from ragclinic.models.fake import FakeEmbedder
-
-    @EMBEDDERS.register("slowfake")
-    class Slow(FakeEmbedder):
-        model_id = "slowfake"
-        def _embed(self, texts):
-            time.sleep(0.004 * len(texts))
-            return super()._embed(texts)
-        embed_passages = _embed
-        embed_queries = _embed
-
-    from ragclinic.cli.main import main
-    sys.argv = ["ragclinic"] + sys.argv[1:]
-    main()
+CHILD = plugin_cli_script("""
+    time.sleep(0.004 * len(texts))
+    return super()._embed(texts)
 """)
 
 
@@ -94,13 +78,9 @@ def _snapshot(kb_dir):
 
 @pytest.mark.slow
 def test_kill_minus_9_then_rerun_equals_clean_run(tmp_path):
-    from ragclinic.models.embedder import EMBEDDERS
-    from ragclinic.models.fake import FakeEmbedder
-
-    if "slowfake" not in EMBEDDERS.names():  # the parent opens the KBs too, so it needs the plugin
-        EMBEDDERS.register("slowfake", type("Slow", (FakeEmbedder,), {"model_id": "slowfake"}))
+    register_slowfake()  # the parent opens the KBs too, so it needs the plugin
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(tests=os.path.dirname(os.path.dirname(__file__))))
+    script.write_text(CHILD)
     corpus = tmp_path / "corpus"
     _corpus(corpus)
     env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(tmp_path / "cache-clean")}

@@ -61,20 +61,7 @@ def eval_cmd(
     items.jsonl (the checkpoint a killed run resumes from), report.md/.html with plots, and each item's
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
-    from ragclinic.eval.datasets import load
-
-    if task not in TASKS:
-        raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
-    data = load(dataset)
-    if data.kind not in KINDS[task]:
-        raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")
-    for p in data.problems[:20]:
-        err.print(f"[yellow]skipped:[/] {escape(str(p))}")
-    if task == "rag" and no_doctor and ab:
-        raise fail("--no-doctor and --ab exclude each other")
-    chosen = _arms(arms, task, no_doctor, ab)
-    if task == "doctor" and no_doctor:
-        raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
+    data, chosen = _checked(task, dataset, no_doctor, ab, arms)
     with _progress(json_out) as tick:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick)
@@ -93,6 +80,25 @@ def eval_cmd(
         print_json(result)
         return
     _table(result)
+
+
+def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str]):
+    """The loaded dataset and the --arms (as row keys) after every usage check; the skipped records listed."""
+    from ragclinic.eval.datasets import load
+
+    if task not in TASKS:
+        raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    data = load(dataset)
+    if data.kind not in KINDS[task]:
+        raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")
+    for p in data.problems[:20]:
+        err.print(f"[yellow]skipped:[/] {escape(str(p))}")
+    if task == "rag" and no_doctor and ab:
+        raise fail("--no-doctor and --ab exclude each other")
+    chosen = _arms(arms, task, no_doctor, ab)
+    if task == "doctor" and no_doctor:
+        raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
+    return data, chosen
 
 
 def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
