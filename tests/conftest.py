@@ -16,11 +16,16 @@ netguard.install()
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch, tmp_path_factory):
-    """No test reads the user's settings or cache: RAGCLINIC_* cleared, cache in a temp folder."""
+    """No test reads the user's settings or cache: RAGCLINIC_* cleared, cache in a temp folder.
+
+    The judge is pinned to ``lexical`` (or, where a test scripts the fake model's yes/no logits, ``llm``) so a
+    test's expected evidence scores are exact word-overlap shares; the learned verifier — the product default —
+    has its own contract suite (tests/verify) and pipeline tests that select it (``judge="learned"``)."""
     for k in list(os.environ):
         if k.startswith("RAGCLINIC_"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("RAGCLINIC_JUDGE", "llm")
 
 
 @pytest.fixture
@@ -29,6 +34,7 @@ def make_settings(tmp_path):
 
     def make(kb=None, **overrides):
         overrides.setdefault("embedder", "fake")
+        overrides.setdefault("judge", "llm")
         return Settings.load(kb or tmp_path / "kb", **overrides)
 
     return make

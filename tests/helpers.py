@@ -20,6 +20,7 @@ def build_kb(tmp: Path, docs: dict[str, str], meta: dict[str, dict] | None = Non
             (root / (name + ".meta.json")).write_text(json.dumps(meta[name]), encoding="utf-8")
     overrides.setdefault("embedder", "fake")
     overrides.setdefault("llm", "none")
+    overrides.setdefault("judge", "llm")  # exact word-overlap scores without a model (see conftest._isolated_env)
     settings = Settings.load(tmp / "kb", cache_dir=tmp / "cache", **overrides)
     kb = KnowledgeBase.open(settings, create=True)
     kb.lock()

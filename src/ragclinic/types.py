@@ -226,8 +226,9 @@ class Passage:
     hit: Hit
     doc: DocInfo
     support: float = 0.0  # the gate's evidence score for the question (0..1)
-    support_by: str = ""  # "lexical" or the judge's model id
+    support_by: str = ""  # "lexical" or the judge's / verifier's model id
     marks: tuple[str, ...] = ()  # "conflict", "authority=official", ...
+    support_why: str = ""  # what a verifier's score rested on ("the passage is about 2021; the question asks ...")
 
     @property
     def chunk(self) -> Chunk:

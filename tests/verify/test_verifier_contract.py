@@ -64,10 +64,16 @@ def test_learned_rejects_the_neighbouring_year_and_says_why():
     assert any("2021" in r and "2022" in r for r in bad.reasons)
 
 
-def test_learned_support_catches_a_changed_number():
+def test_learned_support_catches_a_changed_number_and_a_changed_name():
     v = create_verifier("learned")
-    assert v.judge("support", PASSAGE, "The Eiffel Tower is 330 metres tall.") >= task_threshold(v, "support", 0.5)
-    assert v.judge("support", PASSAGE, "The Eiffel Tower is 530 metres tall.") < task_threshold(v, "support", 0.5)
+    need = task_threshold(v, "support", 0.5)
+    passage = "The 2021 Nobel Prize in Literature was awarded to Abdulrazak Gurnah. The prize is worth 10 million kronor."
+    assert v.judge("support", passage, "Abdulrazak Gurnah won the 2021 Nobel Prize in Literature.") >= need  # reworded
+    assert v.judge("support", passage, "The prize is worth 10 million kronor.") >= need
+    assert v.judge("support", passage, "The prize is worth 12 million kronor.") < need
+    assert v.judge("support", passage, "Annie Ernaux won the 2021 Nobel Prize in Literature.") < need
+    assert v.judge("contradiction", passage, "The prize is worth 12 million kronor.") >= task_threshold(
+        v, "contradiction", 0.5)
 
 
 def test_learned_weights_are_hash_checked(tmp_path):

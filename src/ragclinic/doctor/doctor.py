@@ -18,8 +18,9 @@ from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
 from ragclinic.doctor.verify import judge_better, present, verified_confidence
+from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.errors import ModelCrashed
-from ragclinic.models.judge import JUDGES, Judge
+from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.templates import language_of, render
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.pipeline.state import AskState
@@ -144,9 +145,10 @@ class Doctor:
         return Exam(state, trace, self.pipe.kb, self.settings, judge, budget, tier, self.interactive)
 
     def _judge(self, lm) -> Judge | None:
-        if lm is None or self.settings.judge == "lexical":
-            return None
-        return JUDGES.create(self.settings.judge, lm)
+        from ragclinic.verify import create_judge
+
+        judge = create_judge(self.settings.judge, lm)
+        return judge if is_model_judge(judge) else None
 
     # ------------------------------------------------------------------ outcome
     def _finish(self, current: Visit) -> Answer:

@@ -26,6 +26,7 @@ from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
 from ragclinic.types import Answer, Citation, Exclusion, Hit, Passage
+from ragclinic.verify import cheap
 
 
 def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
@@ -126,8 +127,17 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         generator = "template"
         if ctx.on_token:
             ctx.on_token(text)
-    claims = check_claims(text, state.passages, ctx.judge, s) if d.route == "answer" else []
+    claims = check_claims(text, state.passages, ctx.judge, s, q) if d.route == "answer" else []
     route = d.route
+    unbacked = ""
+    if route == "answer" and _unbacked(claims, ctx.judge):
+        # answer-then-verify: the verifier finds none of the answer's claims in the passages — the model answered
+        # from passages that do not say it (same topic, another event) or from memory; say so, do not guess
+        unbacked, text, generator, route = text, render("no_evidence", q), "template", "refuse"
+        best = max(c.score for c in claims)
+        flags.append(f"answer_unsupported: no passage states the model's answer (best support P={best:.2f}, "
+                     f"{ctx.judge.model_id}); refused")
+        unbacked_claims, claims = claims, []
     if route == "answer" and not claims and declines(text):
         route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
         flags.append("generator_declined: the model found no answer in the passages")
@@ -142,7 +152,16 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
                     _confidence(d, claims, route), generator, tuple(flags))
     out = {"answer": answer.to_json(), "prompt_tokens": draft.prompt_tokens if draft else 0,
            "completion_tokens": draft.completion_tokens if draft else 0}
+    if unbacked:
+        out["unsupported_draft"] = {"text": unbacked, "claims": [asdict(c) for c in unbacked_claims]}
     return replace(state, answer=answer), out
+
+
+def _unbacked(claims, judge) -> bool:
+    """Every checkable claim of the answer unsupported or contradicted, by a cheap verifier (the 1.5B judge is not
+    trusted with this: it is asked only about claims word overlap doubts)."""
+    checked = [c for c in claims if c.verdict != "invalid_citation"]
+    return cheap(judge) and bool(checked) and all(c.verdict in ("unsupported", "contradicted") for c in checked)
 
 
 def _refusal(question: str, d) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ragclinic.config import Settings
 from ragclinic.errors import LayerError, ModelCrashed, ModelError, RagclinicError
-from ragclinic.models.judge import JUDGES, Judge, LexicalJudge
+from ragclinic.models.judge import Judge, LexicalJudge
 from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
 from ragclinic.native import in_layer
 from ragclinic.pipeline.generate import GENERATORS, Generator
@@ -154,9 +154,9 @@ class Pipeline:
                           ctx.flags + [f"llm_crashed: {note}"])
 
     def _judge(self, lm: LanguageModel | None) -> Judge:
-        if self.settings.judge == "lexical" or lm is None:
-            return LexicalJudge()
-        return JUDGES.create(self.settings.judge, lm)
+        from ragclinic.verify import create_judge
+
+        return create_judge(self.settings.judge, lm)
 
     def _generator(self, lm: LanguageModel | None) -> Generator:
         if lm is None:

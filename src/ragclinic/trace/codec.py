@@ -34,7 +34,7 @@ def hit_from_dict(d: dict[str, Any]) -> Hit:
 
 def passage_to_dict(p: Passage) -> dict[str, Any]:
     return {"n": p.n, "hit": hit_to_dict(p.hit), "doc": doc_to_dict(p.doc),
-            "support": p.support, "support_by": p.support_by, "marks": list(p.marks)}
+            "support": p.support, "support_by": p.support_by, "marks": list(p.marks), "support_why": p.support_why}
 
 
 def doc_to_dict(d: DocInfo) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def doc_to_dict(d: DocInfo) -> dict[str, Any]:
 
 def passage_from_dict(d: dict[str, Any]) -> Passage:
     return Passage(n=d["n"], hit=hit_from_dict(d["hit"]), doc=DocInfo(**d["doc"]), support=d["support"],
-                   support_by=d["support_by"], marks=tuple(d["marks"]))
+                   support_by=d["support_by"], marks=tuple(d["marks"]), support_why=d.get("support_why", ""))
 
 
 def conflict_from_dict(d: dict[str, Any]) -> Conflict:

@@ -56,6 +56,16 @@ class Verifier(Protocol):
 
 
 VERIFIERS: Registry[Verifier] = Registry("verifier")
+SHORT_ANSWER_TERMS = 4
+
+
+def judge_text(claim: str, question: str) -> str:
+    """A short answer ("Delhi") is judged as an answer to its question; a full sentence stands alone."""
+    from ragclinic.text.support import content_terms
+
+    if question and len(content_terms(claim)) < SHORT_ANSWER_TERMS:
+        return f'The answer to "{question}" is: {claim}'
+    return claim
 
 
 def sufficiency(verifier: Verifier, question: str, passages: Sequence[str]) -> Verdict:

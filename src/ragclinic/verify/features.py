@@ -97,10 +97,12 @@ def extract(passage: str, text: str, embed_query: Embed | None = None, embed_pas
     q = content_terms(text)
     wins = _windows(passage)
     n_sent = len(_sentences(passage))
-    covs = [(len(q & content_terms(w)) / len(q) if q else 0.0, -len(w), i) for i, w in enumerate(wins)]
-    best_cov, _, best_i = max(covs)
+    # most of the text's terms; on a tie a single sentence over a pair, then the fuller sentence (not a heading)
+    covs = [(len(q & content_terms(w)) / len(q) if q else 0.0, i < n_sent, len(content_terms(w)), i)
+            for i, w in enumerate(wins)]
+    best_cov, _, _, best_i = max(covs)
     window = wins[best_i]
-    sent_cov, _, sent_i = max(c for c in covs if c[2] < n_sent)
+    sent_cov, _, _, sent_i = max(c for c in covs if c[3] < n_sent)
     e5 = _e5(text, window, wins[sent_i], embed_query, embed_passage)
     w_terms = content_terms(window)
     p_terms = content_terms(passage)
@@ -121,7 +123,8 @@ def extract(passage: str, text: str, embed_query: Embed | None = None, embed_pas
     nums_p = (len(t_nums & numbers(passage)) / len(t_nums)) if t_nums else 1.0
     nums_w = (len(t_nums & numbers(window)) / len(t_nums)) if t_nums else 1.0
     neg_mismatch = float(_negated(text) != _negated(window))
-    new_name = float(bool(_names(window) - names))
+    low = text.lower()
+    new_name = float(any(n not in low for n in _names(window)))  # a name the window has and the text lacks
     contradicted_w = share(checks_w, "contradicted")
     vec = np.array([
         1.0, (len(q & p_terms) / len(q)) if q else 0.0, best_cov, sent_cov, cov_weighted, names_w, names_p,

@@ -22,7 +22,7 @@ from ragclinic.verify.features import NAMES, Features, extract
 from ragclinic.verify.training.fit import Head
 
 WEIGHTS = "verifier-v1.json"
-SHA256 = "572ff3e69dca6e3b08c8ce2cadc7e0dcb77cd75f3d1a744beba1b34bf53866c2"
+SHA256 = "7d4d4e6a4e8e560235f72dc055e5b6df9410a2c2ad4a5de37366e18cd8e63edb"
 _lock = threading.Lock()
 
 

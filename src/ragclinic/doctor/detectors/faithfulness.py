@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.text.support import content_terms, numbers
+from ragclinic.verify.base import judge_text  # noqa: F401  (re-exported: the detection task uses it)
 
 # Per language-model backend: (flag, clear). A claim whose every content word is in the evidence is
 # unsupported when the judge's P(supported) ≤ flag; a long claim only partly covered (paraphrase) is
@@ -89,14 +90,10 @@ def claim_risk(claim: str, evidence: Sequence[str], question: str = "", *, judge
     return Risk(score, True, "model", f"judge P(supported) {p:.2f} {verdict} it ({risk.why})")
 
 
-def judge_text(claim: str, question: str) -> str:
-    """A short answer ("Delhi") is judged as an answer to its question; a full sentence stands alone."""
-    if question and len(content_terms(claim)) < 4:
-        return f'The answer to "{question}" is: {claim}'
-    return claim
-
-
 def support_thresholds(judge: Judge | None) -> tuple[float, float] | None:
+    own = getattr(judge, "threshold", None)
+    if callable(own):  # a verifier: one calibrated threshold both ways (chosen on its validation split)
+        return own("support"), own("support")
     lm = getattr(judge, "lm", None)
     return CALIBRATED_SUPPORT.get(lm.model_id.split(":", 1)[0]) if lm is not None else None
 

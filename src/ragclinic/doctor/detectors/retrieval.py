@@ -32,7 +32,8 @@ class LowRelevance:
         else:
             score = 0.5 * (1 - best.support) / max(1e-9, 1 - need) * 0.98
         return Symptom(self.name, clamp(score), self.layer,
-                       f"best evidence [{best.n}] {best.support:.2f} vs threshold {need:.2f} ({best.support_by})",
+                       f"best evidence [{best.n}] {best.support:.2f} vs threshold {need:.2f} ({best.support_by}"
+                       + (f": {best.support_why})" if best.support_why else ")"),
                        data={"best_chunk": best.chunk.id})
 
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from ragclinic.models.judge import Judge, LexicalJudge, relevance_threshold
 from ragclinic.text.support import content_terms, coverage
 from ragclinic.types import Passage
+from ragclinic.verify import cheap
 
 
 def is_model_judge(judge: Judge | None) -> bool:
@@ -27,11 +28,17 @@ def score_passages(question: str, passages: Sequence[Passage], judge: Judge | No
     scored = [replace(p, support=coverage(question, p.chunk.text), support_by="lexical") for p in passages]
     if not is_model_judge(judge):
         return scored
-    order = sorted(range(len(scored)), key=lambda i: (-scored[i].support, i))[:settings.gate_judge_max]
-    for i in order:
+    every = cheap(judge)  # a cheap verifier scores every passage; the language model's judge the likeliest few
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].support, i))
+    for i in order if every else order[:settings.gate_judge_max]:
         p = scored[i]
-        scored[i] = replace(p, support=judge.judge("relevance", p.chunk.text, question), support_by=judge.model_id)
-        if scored[i].support >= relevance_threshold(judge, settings.gate_threshold_judge):
+        if callable(getattr(judge, "verify", None)):  # a verifier says what its score rested on
+            v = judge.verify("relevance", p.chunk.text, question)
+            scored[i] = replace(p, support=v.p, support_by=v.by, support_why="; ".join(v.reasons[:2]))
+        else:
+            scored[i] = replace(p, support=judge.judge("relevance", p.chunk.text, question),
+                                support_by=judge.model_id)
+        if not every and scored[i].support >= relevance_threshold(judge, settings.gate_threshold_judge):
             break
     return scored
 

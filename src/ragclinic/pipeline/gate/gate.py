@@ -35,7 +35,8 @@ def decide(question: str, passages: Sequence[Passage], settings, judge: Judge | 
     basis = decisive(scored)
     best = max(p.support for p in basis)
     need = threshold(scored, settings, judge)
-    by = max(basis, key=lambda p: p.support).support_by
+    top = max(basis, key=lambda p: p.support)
+    by = top.support_by + (f": [{top.n}] {top.support_why}" if top.support_why else "")
     if qtype == "comparison" and (sides := comparison_sides(question)):
         # each side needs its own evidence; the whole question rarely sits in one passage
         side_scores = {side: side_support(side, scored) for side in sides}

@@ -18,6 +18,8 @@ from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.text.lang import detect_language, is_cjk
 from ragclinic.text.support import content_terms, lexical_support
 from ragclinic.types import Claim, Passage
+from ragclinic.verify import cheap, task_threshold
+from ragclinic.verify.base import judge_text
 
 CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
 VIOLATION_PHRASES = (
@@ -118,9 +120,13 @@ def _claim_sentences(answer: str) -> list[str]:
     return out
 
 
-def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, settings) -> list[Claim]:
+def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, settings, question: str = ""
+                 ) -> list[Claim]:
     by_n = {p.n: p for p in passages}
-    claims, judge_budget = [], settings.claim_judge_max if is_model_judge(judge) else 0
+    # the 1.5B judge is asked only about claims word overlap doubts, within a budget; a cheap verifier decides
+    # every claim (word overlap cannot see a claim built from the passage's words about another event)
+    judge_budget = settings.claim_judge_max if is_model_judge(judge) else 0
+    claims = []
     for sent in _claim_sentences(answer):
         cited = tuple(dict.fromkeys(parse_citations(sent)))
         bare = CITE.sub("", sent).strip()
@@ -131,20 +137,41 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
             claims.append(Claim(bare, cited, "invalid_citation", 0.0, "", f"no passage {bad}"))
             continue
         pool = [by_n[n] for n in cited] if cited else list(passages)
-        scores = [(lexical_support(bare, p.chunk.text), p) for p in pool]
-        score, best = max(scores, key=lambda t: t[0], default=(0.0, None))
-        verdict, by = ("supported" if score >= settings.claim_lexical_threshold else "unsupported"), "lexical"
-        if verdict == "unsupported" and judge_budget > 0 and best is not None:
-            judge_budget -= 1
-            p_sup = judge.judge("support", best.chunk.text, bare)
+        if cheap(judge) and pool:
+            verdict, score, best = _verified(judge, bare, pool, question)
             by = judge.model_id
-            if p_sup >= settings.claim_threshold_judge:
-                verdict, score = "supported", p_sup
-            elif judge_budget > 0 and settings.claim_judge_contradiction:
-                judge_budget -= 1
-                if judge.judge("contradiction", best.chunk.text, bare) >= settings.claim_threshold_judge:
-                    verdict = "contradicted"
+        else:
+            verdict, score, best, by, judge_budget = _judged(judge, bare, pool, settings, judge_budget)
         if not cited and verdict == "supported":
             verdict = "uncited"
         claims.append(Claim(bare, cited, verdict, round(score, 4), best.chunk.id if best else "", by))
     return claims
+
+
+def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage]:
+    """The verifier's support for the claim in its best passage; contradiction asked when it is not supported."""
+    text = judge_text(claim, question)
+    score, best = max(((verifier.judge("support", p.chunk.text, text), p) for p in pool), key=lambda t: t[0])
+    if score >= task_threshold(verifier, "support", 0.5):
+        return "supported", score, best
+    if verifier.judge("contradiction", best.chunk.text, text) >= task_threshold(verifier, "contradiction", 0.5):
+        return "contradicted", score, best
+    return "unsupported", score, best
+
+
+def _judged(judge, claim: str, pool: Sequence[Passage], settings, budget: int):
+    """Word overlap first; the judge (within ``budget`` calls) for claims it doubts."""
+    score, best = max(((lexical_support(claim, p.chunk.text), p) for p in pool), key=lambda t: t[0],
+                      default=(0.0, None))
+    verdict, by = ("supported" if score >= settings.claim_lexical_threshold else "unsupported"), "lexical"
+    if verdict == "unsupported" and budget > 0 and best is not None:
+        budget -= 1
+        p_sup = judge.judge("support", best.chunk.text, claim)
+        by = judge.model_id
+        if p_sup >= settings.claim_threshold_judge:
+            verdict, score = "supported", p_sup
+        elif budget > 0 and settings.claim_judge_contradiction:
+            budget -= 1
+            if judge.judge("contradiction", best.chunk.text, claim) >= settings.claim_threshold_judge:
+                verdict = "contradicted"
+    return verdict, score, best, by, budget

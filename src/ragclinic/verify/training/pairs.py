@@ -123,6 +123,23 @@ def _drop_clause(sentence: str, rng: random.Random) -> str | None:
     return out if len(content_terms(out)) >= 3 else None
 
 
+_FILLERS = {"en": ("reportedly", "notably", "indeed", "officially", "in fact", "famously", "eventually", "widely"),
+            "zh": ("据悉", "实际上", "正式", "其实", "最终", "据报道")}
+
+
+def _reworded(sentence: str, rng: random.Random) -> str | None:
+    """The sentence with a word of no factual weight added (a supported claim that word overlap does not fully
+    cover, as the model's own wording does): teaches the heads that a missing word is not a changed fact."""
+    words = sentence.split(" ")
+    if is_cjk(sentence[0]):
+        cut = max(2, min(len(sentence) - 2, len(sentence) // 3 + rng.randrange(3)))
+        return sentence[:cut] + rng.choice(_FILLERS["zh"]) + sentence[cut:]
+    if len(words) < 4:
+        return None
+    at = rng.randrange(1, len(words) - 1)
+    return " ".join(words[:at] + [rng.choice(_FILLERS["en"])] + words[at:])
+
+
 def _swap_name(sentence: str, names: list[str], rng: random.Random) -> str | None:
     """The sentence with one capitalised name replaced by a name from elsewhere (one atomic fact changed)."""
     mine = [m for m in _CAPS.finditer(sentence) if m.start() > 0]
@@ -196,6 +213,9 @@ def cmrc_pairs(path: Path, seed: int = 13, max_chars: int = 220) -> Iterator[Pai
                     continue
                 yield mk("support", pos, sent.strip(), 1, "positive")
                 yield mk("contradiction", pos, sent.strip(), 0, "positive")
+                if (rw := _reworded(sent.strip(), rng)) is not None:
+                    yield mk("support", pos, rw, 1, "reworded")
+                    yield mk("contradiction", pos, rw, 0, "reworded")
                 yield from _across(pos, [x.strip() for x in _sents(pos)], rng, mk)
                 if (part := _drop_clause(sent.strip(), rng)) is not None:
                     yield mk("support", pos, part, 1, "partial")
@@ -216,7 +236,7 @@ def cmrc_pairs(path: Path, seed: int = 13, max_chars: int = 220) -> Iterator[Pai
 
 
 def halueval_pairs(path: Path, seed: int = 13) -> Iterator[Pair]:
-    from ragclinic.doctor.detectors.faithfulness import judge_text
+    from ragclinic.verify.base import judge_text
 
     rng = random.Random(seed)
     recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -235,6 +255,9 @@ def halueval_pairs(path: Path, seed: int = 13) -> Iterator[Pair]:
             if len(content_terms(sent)) < 3:
                 continue
             yield mk("support", k, sent, 1, "sentence")
+            if (rw := _reworded(sent, rng)) is not None:
+                yield mk("support", k, rw, 1, "reworded")
+                yield mk("contradiction", k, rw, 0, "reworded")
             if (part := _drop_clause(sent, rng)) is not None:
                 yield mk("support", k, part, 1, "partial")
                 yield mk("contradiction", k, part, 0, "partial")

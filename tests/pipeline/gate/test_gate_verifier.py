@@ -1,0 +1,53 @@
+"""The gate with the learned verifier (the product default): every passage scored, the reason named."""
+
+from __future__ import annotations
+
+from helpers import build_kb
+from ragclinic.pipeline.runner import Pipeline
+
+DOCS = {
+    "prize-2021.md": "# Prize\n\nThe 2021 Nobel Prize in Literature was awarded to Abdulrazak Gurnah for his "
+                     "uncompromising and compassionate work.\n",
+    "cats.md": "# Cats\n\nThe cat sat on the warm kitchen floor all afternoon.\n",
+}
+
+
+def test_the_neighbouring_year_is_refused_with_the_verifiers_reason(tmp_path):
+    kb = build_kb(tmp_path, DOCS, judge="learned")
+    state, trace = Pipeline(kb).ask("Who won the 2022 Nobel Prize in Literature?")
+    answer = state.answer
+    assert answer.route == "refuse"
+    gate = trace.span("gate").outputs
+    assert gate["support_by"] == ["learned-verifier:verifier-v1"]  # every passage scored by the verifier
+    reason = gate["decision"]["reason"]
+    assert "learned-verifier" in reason and "2021" in reason and "2022" in reason
+    assert all(p["support_why"] for p in gate["passages"])
+
+
+def test_the_year_asked_about_is_answered(tmp_path):
+    kb = build_kb(tmp_path, DOCS, judge="learned")
+    state, trace = Pipeline(kb).ask("Who won the 2021 Nobel Prize in Literature?")
+    answer = state.answer
+    assert answer.route == "answer" and "Gurnah" in answer.text
+    assert trace.span("gate").outputs["decision"]["evidence_score"] >= 0.5
+
+
+def test_an_answer_no_passage_states_is_refused_and_kept_in_the_trace(tmp_path):
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    kb = build_kb(tmp_path, DOCS, judge="learned", gate_threshold_judge=0.0)  # the gate lets it through
+    lm = ScriptedLanguageModel(["The 2022 prize went to Annie Ernaux of France [1]."])
+    state, trace = Pipeline(kb, lm=lm).ask("Who won the 2022 Nobel Prize in Literature?")
+    assert state.answer.route == "refuse" and state.answer.claims == ()
+    assert any(f.startswith("answer_unsupported:") for f in state.answer.flags)
+    draft = trace.span("generate").outputs["unsupported_draft"]
+    assert "Ernaux" in draft["text"] and draft["claims"][0]["verdict"] in ("unsupported", "contradicted")
+
+
+def test_a_supported_model_answer_stands(tmp_path):
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    kb = build_kb(tmp_path, DOCS, judge="learned")
+    lm = ScriptedLanguageModel(["Abdulrazak Gurnah won the 2021 Nobel Prize in Literature [1]."])
+    state, _ = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
+    assert state.answer.route == "answer" and state.answer.claims[0].verdict == "supported"
