@@ -47,6 +47,8 @@ def eval_cmd(
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
                                help="doctor: the faults to inject (comma-separated; 'clean' is the control)."),
+    rerank: bool = typer.Option(False, "--rerank", help="retrieval: also the hybrid top 20 reranked by the judge "
+                                "(the `judge` setting: the learned verifier by default)."),
     json_out: bool = JsonOption,
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
@@ -64,7 +66,7 @@ def eval_cmd(
     data, chosen = _checked(task, dataset, no_doctor, ab, arms)
     with _progress(json_out) as tick:
         if task == "retrieval":
-            result = _retrieval(data, kb, limit, llm, tick)
+            result = _retrieval(data, kb, limit, llm, tick, rerank)
         elif task == "rag":
             mode = "arms" if chosen else "baseline" if no_doctor else "ab" if ab else "doctor"
             result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen)
@@ -110,7 +112,7 @@ def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
                                              encoding="utf-8")
 
 
-def _retrieval(data, kb_dir, limit, llm, tick):
+def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False):
     from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
     from ragclinic.store.kb import KnowledgeBase
 
@@ -122,22 +124,30 @@ def _retrieval(data, kb_dir, limit, llm, tick):
     settings = Settings.load(kb_dir or _default_kb(corpus), llm=llm or "none")
     base = KnowledgeBase.open(settings, create=True)
     try:
-        return run_retrieval(data, base, corpus, limit=limit, progress=tick)
+        judge = _judge(settings) if rerank else None
+        return run_retrieval(data, base, corpus, limit=limit, progress=tick, rerank=rerank, judge=judge)
     finally:
         base.close()
 
 
+def _judge(settings):
+    """The judge the settings name (the learned verifier by default; ``llm`` loads the language model)."""
+    from ragclinic.pipeline.gate.evidence import is_model_judge
+    from ragclinic.pipeline.runner import load_language_model
+    from ragclinic.verify import create_judge
+
+    lm = None
+    if settings.llm != "none" and settings.judge == "llm":
+        lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
+    judge = create_judge(settings.judge, lm)
+    return judge if is_model_judge(judge) else None
+
+
 def _detection(data, limit, llm, tick):
     from ragclinic.eval.tasks.detection import run_detection
-    from ragclinic.models.judge import JUDGES
-    from ragclinic.pipeline.runner import load_language_model
 
     settings = Settings.load(None, llm=llm or "none")
-    judge = None
-    if settings.llm != "none":
-        lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
-        judge = JUDGES.create("llm", lm) if lm is not None else None
-    return run_detection(data, judge=judge, limit=limit, progress=tick)
+    return run_detection(data, judge=_judge(settings), limit=limit, progress=tick)
 
 
 def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[str, ...]:

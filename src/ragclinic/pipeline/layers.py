@@ -102,42 +102,42 @@ def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
 def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     q, d, s = state.request.question, state.decision, ctx.settings
     flags: list[str] = list(ctx.flags)
-    draft = None
+    drafts: list[Draft] = []
+    passages = state.passages
     if d.route == "answer":
-        if state.draft is not None:  # a treatment rewrote the answer: check it, do not generate
-            draft = Draft(state.draft, "doctor")
-            if ctx.on_token:
-                ctx.on_token(state.draft)
-        else:
-            r = state.request
-            draft = ctx.generator.generate(GenerateInput(q, state.passages, d, state.conflicts, r.sub_questions,
-                                                         r.show_relevance, r.prompt_variant), ctx.on_token)
-        text, generator = draft.text, draft.generator
-        text = tidy_citations(text)
-        text, rephrased = rewrite_source_talk(text, answer_sentences, {p.n for p in state.passages})
-        if rephrased:
-            flags.append(f"rephrased: {rephrased} sentence(s) that talked about the passages now state the claim")
-        text, attributed = attribute_citations(text, state.passages, s.claim_lexical_threshold)
-        if attributed:
-            flags.append(f"citations_attributed: {attributed} uncited sentence(s) cited by word overlap")
-        if draft.finish_reason == "length":
-            flags.append("truncated: the answer hit llm_max_tokens")
+        text, generator = _drafted(ctx, state, passages, flags, drafts)
     else:
         text = d.clarifying_question if d.route == "clarify" else _refusal(q, d)
         generator = "template"
         if ctx.on_token:
             ctx.on_token(text)
-    claims = check_claims(text, state.passages, ctx.judge, s, q) if d.route == "answer" else []
+    claims = check_claims(text, passages, ctx.judge, s, q) if d.route == "answer" else []
     route = d.route
-    unbacked = ""
+    unbacked: dict[str, Any] = {}
     if route == "answer" and _unbacked(claims, ctx.judge):
         # answer-then-verify: the verifier finds none of the answer's claims in the passages — the model answered
-        # from passages that do not say it (same topic, another event) or from memory; say so, do not guess
-        unbacked, text, generator, route = text, render("no_evidence", q), "template", "refuse"
+        # from a passage that does not say it (same topic, another event) or from memory. Answer once more from
+        # the passages the verifier found sufficient (not the ones that answer cited); else say so, do not guess.
         best = max(c.score for c in claims)
-        flags.append(f"answer_unsupported: no passage states the model's answer (best support P={best:.2f}, "
-                     f"{ctx.judge.model_id}); refused")
-        unbacked_claims, claims = claims, []
+        unbacked = {"text": text, "claims": [asdict(c) for c in claims]}
+        note = f"no passage states the model's answer (best support P={best:.2f}, {ctx.judge.model_id})"
+        retry = _verified_passages(ctx, state, claims) if state.draft is None else ()
+        again = None
+        if retry:
+            if ctx.on_token:
+                ctx.on_token("\n[not in the documents: answering again from the verified passages]\n")
+            extra: list[str] = []
+            t2, g2 = _drafted(ctx, state, retry, extra, drafts)
+            c2 = check_claims(t2, retry, ctx.judge, s, q)
+            if any(c.verdict in ("supported", "uncited") for c in c2):
+                again = (t2, g2, c2, extra)
+        if again:
+            text, generator, claims, extra = again
+            flags += extra + [f"answer_regenerated: {note}; answered again from passage(s) "
+                              f"{', '.join(f'[{p.n}]' for p in retry)}"]
+        else:
+            text, generator, route, claims = render("no_evidence", q), "template", "refuse", []
+            flags.append(f"answer_unsupported: {note}; refused")
     if route == "answer" and not claims and declines(text):
         route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
         flags.append("generator_declined: the model found no answer in the passages")
@@ -150,11 +150,46 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
                                by_n[n].doc.title) for n in cited if n in by_n)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
                     _confidence(d, claims, route), generator, tuple(flags))
-    out = {"answer": answer.to_json(), "prompt_tokens": draft.prompt_tokens if draft else 0,
-           "completion_tokens": draft.completion_tokens if draft else 0}
+    out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
+           "completion_tokens": sum(x.completion_tokens for x in drafts)}
     if unbacked:
-        out["unsupported_draft"] = {"text": unbacked, "claims": [asdict(c) for c in unbacked_claims]}
+        out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft]) -> tuple[str, str]:
+    """The answer over ``passages`` (or the treatment's rewrite), tidied: source talk rephrased, citations
+    placed; what was changed is appended to ``flags``."""
+    q, d, s, r = state.request.question, state.decision, ctx.settings, state.request
+    if state.draft is not None:  # a treatment rewrote the answer: check it, do not generate
+        draft = Draft(state.draft, "doctor")
+        if ctx.on_token:
+            ctx.on_token(state.draft)
+    else:
+        draft = ctx.generator.generate(GenerateInput(q, tuple(passages), d, state.conflicts, r.sub_questions,
+                                                     r.show_relevance, r.prompt_variant), ctx.on_token)
+    drafts.append(draft)
+    text = tidy_citations(draft.text)
+    text, rephrased = rewrite_source_talk(text, answer_sentences, {p.n for p in passages})
+    if rephrased:
+        flags.append(f"rephrased: {rephrased} sentence(s) that talked about the passages now state the claim")
+    text, attributed = attribute_citations(text, passages, s.claim_lexical_threshold)
+    if attributed:
+        flags.append(f"citations_attributed: {attributed} uncited sentence(s) cited by word overlap")
+    if draft.finish_reason == "length":
+        flags.append("truncated: the answer hit llm_max_tokens")
+    return text, draft.generator
+
+
+def _verified_passages(ctx, state: AskState, failed_claims) -> tuple[Passage, ...]:
+    """The passages the verifier found sufficient, best first (at most 3), without those the failed answer cited."""
+    from ragclinic.models.judge import relevance_threshold
+
+    need = relevance_threshold(ctx.judge, ctx.settings.gate_threshold_judge)
+    used = {n for c in failed_claims for n in c.cited}
+    good = sorted((p for p in state.passages if p.support >= need and p.n not in used and p.support_by != "lexical"),
+                  key=lambda p: -p.support)
+    return tuple(good[:3])
 
 
 def _unbacked(claims, judge) -> bool:

@@ -51,3 +51,30 @@ def test_a_supported_model_answer_stands(tmp_path):
     lm = ScriptedLanguageModel(["Abdulrazak Gurnah won the 2021 Nobel Prize in Literature [1]."])
     state, _ = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
     assert state.answer.route == "answer" and state.answer.claims[0].verdict == "supported"
+
+
+def test_an_unsupported_answer_is_answered_again_from_the_verified_passages(tmp_path):
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    docs = dict(DOCS, **{"prize-2022.md": "# Prize 2022\n\nThe 2022 Nobel Prize in Literature was awarded to Annie "
+                                         "Ernaux for the courage and clinical acuity of her writing.\n"})
+    kb = build_kb(tmp_path, docs, judge="learned")
+    first = "The 2022 prize went to Abdulrazak Gurnah [{n21}]."
+    again = "Annie Ernaux won the 2022 Nobel Prize in Literature [{n22}]."
+    replies = []
+
+    def reply(messages):  # cite the passages by the numbers the prompt gave them
+        import re
+
+        prompt = messages[-1].content
+        nums = {name: next((m.group(1) for m in re.finditer(r"Passage \[(\d+)\][^\n]*:\n([^\n]*)", prompt)
+                            if name in m.group(2)), "9") for name in ("Gurnah", "Ernaux")}
+        replies.append(prompt)
+        return (first if len(replies) == 1 else again).format(n21=nums["Gurnah"], n22=nums["Ernaux"])
+
+    lm = ScriptedLanguageModel([reply])
+    state, trace = Pipeline(kb, lm=lm).ask("Who won the 2022 Nobel Prize in Literature?")
+    assert state.answer.route == "answer" and "Ernaux" in state.answer.text
+    assert any(f.startswith("answer_regenerated:") for f in state.answer.flags)
+    assert "Gurnah" in trace.span("generate").outputs["unsupported_draft"]["text"]
+    assert len(replies) == 2 and "Gurnah" not in replies[1]  # the second prompt holds only verified passages

@@ -19,6 +19,7 @@ from ragclinic.text.lang import detect_language, is_cjk
 from ragclinic.text.support import content_terms, lexical_support
 from ragclinic.types import Claim, Passage
 from ragclinic.verify import cheap, task_threshold
+from ragclinic.verify.answer_check import backing
 from ragclinic.verify.base import judge_text
 
 CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
@@ -149,11 +150,17 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
 
 
 def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage]:
-    """The verifier's support for the claim in its best passage; contradiction asked when it is not supported."""
+    """The verifier's support for the claim in its best passage; a claim whose answer part a passage holds, about
+    what the question asks (answer-then-verify), is supported too — the support head is stricter about rewording
+    ("我国" for "中国") than answers need; contradiction is asked when neither holds."""
     text = judge_text(claim, question)
     score, best = max(((verifier.judge("support", p.chunk.text, text), p) for p in pool), key=lambda t: t[0])
     if score >= task_threshold(verifier, "support", 0.5):
         return "supported", score, best
+    if question:
+        for p in pool:
+            if backing(question, claim, p.chunk.text).backed:
+                return "supported", score, p
     if verifier.judge("contradiction", best.chunk.text, text) >= task_threshold(verifier, "contradiction", 0.5):
         return "contradicted", score, best
     return "unsupported", score, best
