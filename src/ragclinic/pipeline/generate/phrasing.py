@@ -21,7 +21,7 @@ _EN_SAYS = re.compile(
     r"^(?:the\s+)?(?:passages?|documents?|sources?)\s*" + _EN_REFS + r"\s+"
     r"(?:states?|says?|mentions?|indicates?|explains?|notes?|shows?|confirms?)\s*(?:that\s+|:\s*)", re.I)
 _ZH_LEAD = re.compile(
-    r"^(?:根据|依据|按照|从)\s*(?:第\s*)?" + _ZH_REFS + r"\s*"
+    r"^(?:根据|依据|按照|从)\s*(?:第\s*)?(?:(?i:passages?|documents?)\s*|(?:段落|文档)\s*)?" + _ZH_REFS + r"\s*"
     r"(?:两|三|四|五|几)?\s*(?:段落|段文字|段|篇文档|篇|个文档|文档)?(?:的内容|中的信息|所述|的信息|的描述)?\s*[，,:：]\s*")
 _CITES = re.compile(r"\d+")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
