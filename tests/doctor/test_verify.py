@@ -142,3 +142,14 @@ def test_doctor_rejects_a_treatment_that_makes_the_answer_worse(kb, monkeypatch)
 def test_registry_and_routes_restored():
     assert Worsen.name not in TREATMENTS.names()
     assert all(Worsen.name not in names for names in router.ROUTES.values())
+
+
+def test_judge_better_never_accepts_a_vaguer_answer():
+    old = Answer("《唐人街探案3》于2021年2月12日上映[3]。", "answer", "factual", False, (), (
+        Claim("《唐人街探案3》于2021年2月12日上映", (3,), "supported", 0.9, "c3", "v"),), 0.8, "llm", ())
+    new = Answer("《唐人街探案3》的上映时间是2021年[2]。", "answer", "factual", False, (), (
+        Claim("《唐人街探案3》的上映时间是2021年", (2,), "supported", 0.9, "c2", "v"),), 0.9, "llm", ())
+    ok, why = judge_better(0.95, [], 0.5, [], T, MARGIN, old, new)
+    assert not ok and "12" in why and "drops" in why
+    ok, _ = judge_better(0.95, [], 0.5, [], T, MARGIN, new, old)  # adding the day is fine
+    assert ok

@@ -238,7 +238,7 @@ class _Session:
     def _verdict(self, v: Visit) -> tuple[bool, str]:
         c = self.current
         return judge_better(v.score, v.symptoms, c.score, c.symptoms, self.s.doctor_threshold,
-                            self.s.doctor_accept_margin)
+                            self.s.doctor_accept_margin, c.state.answer, v.state.answer)
 
     def _choose(self, visits) -> tuple[Visit, str, bool] | None:
         """The best candidate, if it is accepted: (visit, why, terminal)."""

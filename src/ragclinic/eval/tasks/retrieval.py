@@ -18,7 +18,7 @@ from typing import Any
 
 from ragclinic.eval.datasets import DatasetError, Doc, Loaded, RetrievalSet
 
-MEASURES = ("nDCG@10", "R@5", "R@10", "R@100", "RR@10")
+MEASURES = ("nDCG@10", "R@1", "R@5", "R@10", "R@100", "RR@10")
 RETRIEVERS = ("lexical", "dense", "hybrid")
 
 
