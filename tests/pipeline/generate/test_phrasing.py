@@ -20,6 +20,9 @@ from ragclinic.pipeline.runner import Pipeline
     ("根据[3]和[4]两段，2018年新增就业人数为1361万人。", "2018年新增就业人数为1361万人[3][4]。"),
     ("根据第3段，立法会共有90个议席。", "立法会共有90个议席[3]。"),
     ("根据 Passage [1]，2020年GDP为101.6万亿元。", "2020年GDP为101.6万亿元[1]。"),
+    ("Based on the passage, Alamgir joined Meesha Shafi.", "Alamgir joined Meesha Shafi."),
+    ("The passage states that Benjamin Halfpenny played for Widnes.", "Benjamin Halfpenny played for Widnes."),
+    ("According to the provided documents, the bond matures in 2031.", "The bond matures in 2031."),
     ("根据第1、2、3段落，立法会有90个议席。", "立法会有90个议席[1][2][3]。"),
     ("根据[1]，冠军是山东泰山[1]。", "冠军是山东泰山[1]。"),  # no citation twice
 ])

@@ -20,6 +20,12 @@ _EN_LEAD = re.compile(
 _EN_SAYS = re.compile(
     r"^(?:the\s+)?(?:passages?|documents?|sources?)\s*" + _EN_REFS + r"\s+"
     r"(?:states?|says?|mentions?|indicates?|explains?|notes?|shows?|confirms?)\s*(?:that\s+|:\s*)", re.I)
+# No number at all ("Based on the passage, ...", "The passage states that ..."): the lead-in goes and the claim
+# is cited afterwards by word overlap (citations.attribute_citations).
+_EN_BARE = re.compile(
+    r"^(?:(?:according to|based on)\s+(?:the\s+)?(?:provided\s+|given\s+)?(?:passages?|documents?|sources?|context)"
+    r"(?:\s+provided)?\s*,\s*|the\s+(?:provided\s+)?(?:passages?|documents?|context)\s+"
+    r"(?:states?|says?|mentions?|indicates?|shows?|confirms?|explains?|notes?)\s+that\s+)", re.I)
 _ZH_LEAD = re.compile(
     r"^(?:根据|依据|按照|从)\s*(?:第\s*)?(?:(?i:passages?|documents?)\s*|(?:段落|文档)\s*)?" + _ZH_REFS + r"\s*"
     r"(?:两|三|四|五|几)?\s*(?:段落|段文字|段|篇文档|篇|个文档|文档)?(?:的内容|中的信息|所述|的信息|的描述)?\s*[，,:：]\s*")
@@ -54,12 +60,14 @@ def _capitalised(rest: str) -> str:
 def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
     """One sentence with its source-talk lead-in turned into trailing citations (unchanged if it has none, or
     if the lead-in names a passage number not in ``valid``, the numbers of the passages given)."""
-    for pattern in (_EN_LEAD, _EN_SAYS, _ZH_LEAD):
+    for pattern in (_EN_LEAD, _EN_SAYS, _EN_BARE, _ZH_LEAD):
         m = pattern.match(sentence)
         if m:
             rest = sentence[m.end():]
             if len(rest.strip()) < 2 or (valid is not None and not set(_numbers(m)) <= valid):
                 return sentence
+            if pattern is _EN_BARE and len(rest.split()) < 3:
+                return sentence  # "According to the documents, nothing.": the lead-in carries the meaning
             if pattern is not _ZH_LEAD:
                 if rest[0].isdigit():
                     return sentence  # "According to passage 1, 2 and 4 are ...": which numbers cite is unclear
