@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
     claim_judge_contradiction: bool = Field(False, description="Also ask the judge whether an unsupported claim is "
                                             "contradicted (off: the 1.5B judge's answer is not informative on SciFact).")
+    decline_retry_evidence: float = Field(0.9, ge=0, le=1.01, description="When the model says the documents do not "
+                                          "say but the verifier gives a passage at least this P of answering, ask once "
+                                          "more from the verified passages, best first (1.01 = never).")
 
     # --- the doctor (docs/doctor.md says how each default was chosen)
     doctor: bool = Field(True, description="Examine every answer and repair what can be repaired (ask --no-doctor: off).")

@@ -122,15 +122,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         unbacked = {"text": text, "claims": [asdict(c) for c in claims]}
         note = f"no passage states the model's answer (best support P={best:.2f}, {ctx.judge.model_id})"
         retry = _verified_passages(ctx, state, claims) if state.draft is None else ()
-        again = None
-        if retry:
-            if ctx.on_token:
-                ctx.on_token("\n[not in the documents: answering again from the verified passages]\n")
-            extra: list[str] = []
-            t2, g2 = _drafted(ctx, state, retry, extra, drafts)
-            c2 = check_claims(t2, retry, ctx.judge, s, q)
-            if any(c.verdict in ("supported", "uncited") for c in c2):
-                again = (t2, g2, c2, extra)
+        again = _again(ctx, state, retry, drafts, 0, "not in the documents") if retry else None
         if again:
             text, generator, claims, extra = again
             flags += extra + [f"answer_regenerated: {note}; answered again from passage(s) "
@@ -139,8 +131,19 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
             text, generator, route, claims = render("no_evidence", q), "template", "refuse", []
             flags.append(f"answer_unsupported: {note}; refused")
     if route == "answer" and not claims and declines(text):
-        route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
-        flags.append("generator_declined: the model found no answer in the passages")
+        # the verifier is sure a passage answers: ask once more from the verified passages, most sufficient first
+        # (the 1.5B model declines multi-hop questions that the same passages answer)
+        retry = _declined_retry(ctx, state)
+        again = _again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
+        if again:
+            declined, (text, generator, claims, extra) = text, again
+            flags += extra + [f"answer_regenerated: the model said the documents do not say, the verifier gave "
+                              f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
+                              f"{', '.join(f'[{p.n}]' for p in retry)}"]
+            unbacked = {"text": declined, "claims": []}
+        else:
+            route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
+            flags.append("generator_declined: the model found no answer in the passages")
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
@@ -179,6 +182,29 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
     if draft.finish_reason == "length":
         flags.append("truncated: the answer hit llm_max_tokens")
     return text, draft.generator
+
+
+def _again(ctx, state: AskState, passages, drafts: list[Draft], variant: int, why: str):
+    """One more answer from ``passages`` with prompt ``variant``: (text, generator, claims, flags) when a claim
+    of it is supported, else None."""
+    if ctx.on_token:
+        ctx.on_token(f"\n[{why}: answering again from the verified passages]\n")
+    extra: list[str] = []
+    st = replace(state, request=replace(state.request, prompt_variant=variant)) if variant else state
+    text, generator = _drafted(ctx, st, passages, extra, drafts)
+    claims = check_claims(text, passages, ctx.judge, ctx.settings, state.request.question)
+    if any(c.verdict in ("supported", "uncited") for c in claims) and not declines(text):
+        return text, generator, claims, extra
+    return None
+
+
+def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
+    """The verified passages to answer again from after a decline: only when the best reaches
+    ``decline_retry_evidence`` by a cheap verifier and no treatment wrote the answer."""
+    if not cheap(ctx.judge) or state.draft is not None:
+        return ()
+    good = _verified_passages(ctx, state, [])
+    return good if good and good[0].support >= ctx.settings.decline_retry_evidence else ()
 
 
 def _verified_passages(ctx, state: AskState, failed_claims) -> tuple[Passage, ...]:

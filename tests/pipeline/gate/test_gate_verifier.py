@@ -78,3 +78,25 @@ def test_an_unsupported_answer_is_answered_again_from_the_verified_passages(tmp_
     assert any(f.startswith("answer_regenerated:") for f in state.answer.flags)
     assert "Gurnah" in trace.span("generate").outputs["unsupported_draft"]["text"]
     assert len(replies) == 2 and "Gurnah" not in replies[1]  # the second prompt holds only verified passages
+
+
+def test_a_decline_over_a_passage_the_verifier_is_sure_of_is_answered_again(tmp_path):
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    kb = build_kb(tmp_path, DOCS, judge="learned", decline_retry_evidence=0.5)
+    lm = ScriptedLanguageModel(["The documents do not say.",
+                                "Abdulrazak Gurnah won the 2021 Nobel Prize in Literature [1]."])
+    state, trace = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
+    assert state.answer.route == "answer" and "Gurnah" in state.answer.text
+    assert any(f.startswith("answer_regenerated: the model said") for f in state.answer.flags)
+    assert "Read the passages from the most relevant one" in lm.calls[-1][1][0].content  # variant 2
+    assert trace.span("generate").outputs["unsupported_draft"]["text"] == "The documents do not say."
+
+
+def test_a_decline_stays_a_refusal_when_the_verifier_is_not_sure(tmp_path):
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    kb = build_kb(tmp_path, DOCS, judge="learned", decline_retry_evidence=1.01)
+    lm = ScriptedLanguageModel(["The documents do not say.", "Gurnah [1]."])
+    state, _ = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
+    assert state.answer.route == "refuse" and len([c for c in lm.calls if c[0] == "chat"]) == 1
