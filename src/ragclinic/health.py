@@ -155,6 +155,25 @@ def check_embedder(name: str) -> Callable:
     return check
 
 
+def check_verifier(_settings) -> str:
+    """The learned verifier's weights load (sha256-checked) and tell an answering passage from the wrong year."""
+    from ragclinic.errors import ModelError
+    from ragclinic.verify import create_verifier
+
+    try:
+        v = create_verifier("learned")
+    except ModelError as e:
+        raise CheckFailed(str(e)) from None
+    q = "Who won the 2022 prize?"
+    t0 = time.perf_counter()
+    right = v.judge("relevance", "The 2022 prize was awarded to Annie Ernaux.", q)
+    wrong = v.judge("relevance", "The 2021 prize was awarded to Abdulrazak Gurnah.", q)
+    if not right >= v.relevance_threshold > wrong:
+        raise CheckFailed(f"the verifier scored the answering passage {right:.2f} and the wrong year {wrong:.2f} "
+                          f"(threshold {v.relevance_threshold:.2f}): its weights or features are broken; {INSTALL}")
+    return f"{v.model_id}: 2 pairs in {time.perf_counter() - t0:.2f} s (P {right:.2f} vs {wrong:.2f})"
+
+
 TINY = {"rates.md": "# Rates\n\nThe risk-free rate is usually approximated by the yield on short-term "
                     "government bills, such as three-month Treasury bills.\n",
         "索引.md": "# 索引\n\n知识库为每个段落建立两种索引：词法索引和向量索引。\n"}
@@ -207,7 +226,7 @@ def checks_for(settings) -> list[tuple[str, Callable]]:
     for name in llms:
         out += [(f"weights {name}", check_weights(name)), (f"model {name}", check_model(name))]
     out += [("embedder e5", check_embedder("e5")), ("embedder wordllama", check_embedder("wordllama")),
-            ("offline answer", check_offline_answer)]
+            ("verifier", check_verifier), ("offline answer", check_offline_answer)]
     return out
 
 

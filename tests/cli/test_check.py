@@ -89,6 +89,6 @@ def test_the_real_install_passes_every_check(tmp_path):
     assert p.returncode == 0 and got["ok"], json.dumps(got, indent=1)
     names = [c["name"] for c in got["checks"]]
     assert names[:3] == ["python", "packages", "llama.cpp build"] and "offline answer" in names
-    assert {"weights local", "model local", "embedder e5"} <= set(names)
+    assert {"weights local", "model local", "embedder e5", "verifier"} <= set(names)
     by = {c["name"]: c for c in got["checks"]}
     assert "variant in use" in by["llama.cpp build"]["detail"] and "answered by local" in by["offline answer"]["detail"]
