@@ -21,6 +21,8 @@ from ragclinic.pipeline.runner import Pipeline
     ("根据第3段，立法会共有90个议席。", "立法会共有90个议席[3]。"),
     ("根据 Passage [1]，2020年GDP为101.6万亿元。", "2020年GDP为101.6万亿元[1]。"),
     ("Based on the passage, Alamgir joined Meesha Shafi.", "Alamgir joined Meesha Shafi."),
+    ("我们可以看到，法国是2016年欧洲杯的主办国[2]。", "法国是2016年欧洲杯的主办国[2]。"),
+    ("We can see that the bond matures in 2031 [2].", "The bond matures in 2031 [2]."),
     ("The passage states that Benjamin Halfpenny played for Widnes.", "Benjamin Halfpenny played for Widnes."),
     ("According to the provided documents, the bond matures in 2031.", "The bond matures in 2031."),
     ("根据第1、2、3段落，立法会有90个议席。", "立法会有90个议席[1][2][3]。"),
@@ -98,3 +100,11 @@ def test_chinese_sentences_each_get_their_citation_and_quotations_end_sentences(
     assert text == "香港第六届立法会共有70个议席[1]。选举于2016年9月4日举行[2]。" and n == 2
     assert answer_sentences('He said "we won." The council has 70 seats.') == ['He said "we won."',
                                                                              "The council has 70 seats."]
+
+
+@pytest.mark.parametrize("filler", ["可以确认这一点[3][4]。", "This is confirmed by the passage [2]."])
+def test_an_empty_confirmation_is_not_a_claim(filler):
+    from ragclinic.config import Settings
+    from ragclinic.pipeline.generate.citations import check_claims
+
+    assert check_claims(filler, [], None, Settings.load(None)) == []

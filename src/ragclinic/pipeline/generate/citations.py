@@ -28,12 +28,15 @@ VIOLATION_PHRASES = (
     "based on my knowledge", "i believe", "typically,", "as an ai",
     "据我所知", "通常来说", "一般来说", "众所周知", "根据我的了解", "我认为",
 )
-# Sentences that are not claims about the topic: "the documents do not say", premise corrections, and the
-# doctor's note naming the preferred source of a conflict.
+# Sentences that are not claims about the topic: "the documents do not say", premise corrections, the
+# doctor's note naming the preferred source of a conflict, and the small model's empty confirmations
+# ("可以确认这一点。", "This is confirmed by the passage.").
 _SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages? (do|does) not (say|mention|contain)"
                       r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档"
                       r"|contradict the premise|与问题的前提相矛盾"
-                      r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源)",
+                      r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源"
+                      r"|^\s*(这一点)?(可以|能够)?(确认|证实)(这一点)?\s*(\[\d+\]\s*)*[。.!！]?\s*$"
+                      r"|^\s*this (is|can be) (confirmed|seen|verified)( by| in)?( the)?( passages?| documents?)?\s*(\[\d+\]\s*)*[.!]?\s*$)",
                       re.I)
 # A conflict statement ("The sources disagree: A [1]; but B [2].") is two claims, one per side.
 _CONFLICT = re.compile(r"^\s*(the sources disagree:|文档之间存在分歧：)\s*", re.I)

@@ -26,6 +26,8 @@ _EN_BARE = re.compile(
     r"^(?:(?:according to|based on)\s+(?:the\s+)?(?:provided\s+|given\s+)?(?:passages?|documents?|sources?|context)"
     r"(?:\s+provided)?\s*,\s*|the\s+(?:provided\s+)?(?:passages?|documents?|context)\s+"
     r"(?:states?|says?|mentions?|indicates?|shows?|confirms?|explains?|notes?)\s+that\s+)", re.I)
+# Talk about reading rather than about the topic ("我们可以看到，…", "由此可见，…", "We can see that …").
+_LOOK = re.compile(r"^(?:我们)?(?:可以看到|可以看出|可以发现|由此可见|可见)\s*[，,:：]\s*|^we can see that\s+", re.I)
 _ZH_LEAD = re.compile(
     r"^(?:根据|依据|按照|从)\s*(?:第\s*)?(?:(?i:passages?|documents?)\s*|(?:段落|文档)\s*)?" + _ZH_REFS + r"\s*"
     r"(?:两|三|四|五|几)?\s*(?:段落|段文字|段|篇文档|篇|个文档|文档)?(?:的内容|中的信息|所述|的信息|的描述)?\s*[，,:：]\s*")
@@ -60,7 +62,7 @@ def _capitalised(rest: str) -> str:
 def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
     """One sentence with its source-talk lead-in turned into trailing citations (unchanged if it has none, or
     if the lead-in names a passage number not in ``valid``, the numbers of the passages given)."""
-    for pattern in (_EN_LEAD, _EN_SAYS, _EN_BARE, _ZH_LEAD):
+    for pattern in (_EN_LEAD, _EN_SAYS, _EN_BARE, _LOOK, _ZH_LEAD):
         m = pattern.match(sentence)
         if m:
             rest = sentence[m.end():]
@@ -68,7 +70,7 @@ def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
                 return sentence
             if pattern is _EN_BARE and len(rest.split()) < 3:
                 return sentence  # "According to the documents, nothing.": the lead-in carries the meaning
-            if pattern is not _ZH_LEAD:
+            if pattern is not _ZH_LEAD and not _CJK.match(rest):
                 if rest[0].isdigit():
                     return sentence  # "According to passage 1, 2 and 4 are ...": which numbers cite is unclear
                 rest = _capitalised(rest)
