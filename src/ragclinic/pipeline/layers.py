@@ -83,7 +83,7 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         per_doc[h.chunk.doc_id] = per_doc.get(h.chunk.doc_id, 0) + 1
         level = doc.tags.get(s.authority_tag)
         passages.append(Passage(len(passages) + 1, h, doc, marks=(f"authority={level}",) if level else ()))
-    conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n)
+    conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n, judge=ctx.judge)
     marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]
     out = {"passages": [passage_to_dict(p) for p in passages], "reordered_by_authority": moved,

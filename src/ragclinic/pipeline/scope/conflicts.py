@@ -59,7 +59,7 @@ def _number_conflict(a: set[str], b: set[str]) -> bool:
 
 
 def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
-                   min_coverage: float = 0.5) -> list[Conflict]:
+                   min_coverage: float = 0.5, judge=None) -> list[Conflict]:
     found: list[tuple[Passage, str, dict[str, set[str]]]] = []
     for p in passages[:top_n]:
         sent = answer_sentence(question, p.chunk.text, min_coverage)
@@ -85,10 +85,38 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
             elif (swap := _swapped_span(sa, sb, question)) is not None:
                 kind = "entity"
                 va, vb = {**va, "entity": {swap[0]}}, {**vb, "entity": {swap[1]}}
+            elif judge is not None and about_same and (seen := _verified_conflict(judge, question, sa, sb,
+                                                                                  pb.chunk.text)):
+                kind, (xa, xb) = seen
+                va, vb = {**va, kind: xa}, {**vb, kind: xb}
             if kind:
                 out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(va[kind])), tuple(sorted(vb[kind])),
                                     sa.strip(), sb.strip()))
     return out
+
+
+def _verified_conflict(judge, question: str, sa: str, sb: str, passage_b: str):
+    """The verifier's contradiction head, asked whether passage B contradicts A's answer sentence — only for two
+    sentences that both meet the question's constraints (the same year, ordinal, title) and give different
+    answers (what each adds to the question differs). (kind, (values A, values B)) or None."""
+    from ragclinic.verify import cheap, task_threshold
+    from ragclinic.verify.answer_check import answer_part
+    from ragclinic.verify.constraints import check_all
+
+    if not cheap(judge) or any(c.verdict != "found" for c in check_all(question, sa) + check_all(question, sb)):
+        return None
+    (ta, na), (tb, nb) = answer_part(question, sa), answer_part(question, sb)
+    if na and nb:
+        if not na.isdisjoint(nb):
+            return None
+        kind, xa, xb = "number", na, nb
+    elif ta and tb and len(ta & tb) / min(len(ta), len(tb)) < 0.5:
+        kind, xa, xb = "entity", ta - tb, tb - ta
+    else:
+        return None
+    if judge.judge("contradiction", passage_b, sa) < task_threshold(judge, "contradiction", 0.5):
+        return None
+    return kind, (set(sorted(xa)[:3]), set(sorted(xb)[:3]))
 
 
 def _shared(sa: str, sb: str) -> float:
@@ -107,15 +135,28 @@ def _swapped_span(sa: str, sb: str, question: str) -> tuple[str, str] | None:
     sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
     if sm.ratio() < 0.85:
         return None
-    diffs = [(a[i1:i2], b[j1:j2]) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
-    if len(diffs) != 1:
+    # a change inside a number is a change of the whole number ("70" → "170", "10.48" → "10.94"): spans that
+    # widen to the same number are one change
+    spans = {(*_widen(a, i1, i2), *_widen(b, j1, j2)) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"}
+    if len(spans) != 1:
         return None
-    x, y = (d.strip(" ,，") for d in diffs[0])
+    i1, i2, j1, j2 = spans.pop()
+    x, y = a[i1:i2].strip(" ,，"), b[j1:j2].strip(" ,，")
     if not x or not y or len(x) > 16 or len(y) > 16 or x in question or y in question:
         return None
     if not (content_terms(x) or re.search(r"\d", x)) or not (content_terms(y) or re.search(r"\d", y)):
         return None
     return x, y
+
+
+def _widen(text: str, i: int, j: int) -> tuple[int, int]:
+    """[i, j) grown to the whole number it touches (digits and a decimal point)."""
+    num = lambda c: c.isdigit() or c == "."  # noqa: E731
+    while i > 0 and num(text[i - 1]) and (i == j or num(text[i]) or text[i - 1].isdigit()):
+        i -= 1
+    while j < len(text) and num(text[j]) and (i == j or num(text[j - 1]) or text[j].isdigit()):
+        j += 1
+    return i, j
 
 
 def _same_frame(sa: str, sb: str, va: dict[str, set[str]], vb: dict[str, set[str]]) -> bool:
