@@ -22,6 +22,7 @@ from ragclinic.pipeline.runner import Pipeline
     ("根据 Passage [1]，2020年GDP为101.6万亿元。", "2020年GDP为101.6万亿元[1]。"),
     ("Based on the passage, Alamgir joined Meesha Shafi.", "Alamgir joined Meesha Shafi."),
     ("我们可以看到，法国是2016年欧洲杯的主办国[2]。", "法国是2016年欧洲杯的主办国[2]。"),
+    ("根据[2]，我们可以看到，法国是2016年欧洲杯的主办国。", "法国是2016年欧洲杯的主办国[2]。"),
     ("We can see that the bond matures in 2031 [2].", "The bond matures in 2031 [2]."),
     ("The passage states that Benjamin Halfpenny played for Widnes.", "Benjamin Halfpenny played for Widnes."),
     ("According to the provided documents, the bond matures in 2031.", "The bond matures in 2031."),

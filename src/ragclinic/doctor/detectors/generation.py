@@ -65,6 +65,8 @@ class ContradictedClaim:
                            data={"claims": [c.text for c in flagged]})
         by_n = _by_n(exam)
         for c in exam.answer.claims:
+            if c.verdict == "supported" and c.checked_by != "lexical":
+                continue  # a verifier (or the judge) found it stated: another sentence's other number is no reason
             cn = numbers(c.text)
             for n in c.cited or tuple(by_n):
                 p = by_n.get(n)

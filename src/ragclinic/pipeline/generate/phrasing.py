@@ -60,8 +60,18 @@ def _capitalised(rest: str) -> str:
 
 
 def rewrite_sentence(sentence: str, valid: set[int] | None = None) -> str:
-    """One sentence with its source-talk lead-in turned into trailing citations (unchanged if it has none, or
-    if the lead-in names a passage number not in ``valid``, the numbers of the passages given)."""
+    """One sentence with its source-talk lead-ins turned into trailing citations (unchanged if it has none, or
+    if a lead-in names a passage number not in ``valid``, the numbers of the passages given); lead-ins in a
+    row ("根据[2]，我们可以看到，…") go one after the other."""
+    for _ in range(3):
+        new = _rewrite_once(sentence, valid)
+        if new == sentence:
+            return sentence
+        sentence = new
+    return sentence
+
+
+def _rewrite_once(sentence: str, valid: set[int] | None) -> str:
     for pattern in (_EN_LEAD, _EN_SAYS, _EN_BARE, _LOOK, _ZH_LEAD):
         m = pattern.match(sentence)
         if m:
