@@ -92,7 +92,8 @@ def claim_risk(claim: str, evidence: Sequence[str], question: str = "", *, judge
 
 def support_thresholds(judge: Judge | None) -> tuple[float, float] | None:
     # The learned verifier is not asked here: on HaluEval's held-out questions it lowers the rules' 0.937 balanced
-    # accuracy to 0.708 (bench/RESULTS.md, "Verifier"); the rules decide, or the calibrated language-model judge.
+    # accuracy to 0.708 (bench/RESULTS.md, "The learned verifier (issue 13)"); the rules decide, or the calibrated
+    # language-model judge.
     lm = getattr(judge, "lm", None)
     return CALIBRATED_SUPPORT.get(lm.model_id.split(":", 1)[0]) if lm is not None else None
 
