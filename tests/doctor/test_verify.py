@@ -153,3 +153,17 @@ def test_judge_better_never_accepts_a_vaguer_answer():
     assert not ok and "12" in why and "drops" in why
     ok, _ = judge_better(0.95, [], 0.5, [], T, MARGIN, new, old)  # adding the day is fine
     assert ok
+
+
+def test_dropping_a_number_does_not_block_removing_an_injection_or_a_refusal():
+    old = Answer("The policy rate is 42 percent [2].", "answer", "factual", False, (), (
+        Claim("The policy rate is 42 percent", (2,), "supported", 0.9, "c2", "v"),), 0.8, "llm", ())
+    quarantined = Answer("The policy rate is set by the board [1].", "answer", "factual", False, (), (
+        Claim("The policy rate is set by the board", (1,), "supported", 0.9, "c1", "v"),), 0.8, "llm", ())
+    refusal = Answer("I can't answer this from the documents.", "refuse", "factual", True, (), (), 0.4, "template", ())
+    ok, _ = judge_better(0.9, [], 0.2, [sym("injected_instruction")], T, MARGIN, old, quarantined)
+    assert ok
+    ok, _ = judge_better(0.9, [], 0.2, [], T, MARGIN, old, refusal)
+    assert ok
+    ok, why = judge_better(0.9, [], 0.2, [], T, MARGIN, old, quarantined)
+    assert not ok and "42" in why

@@ -85,7 +85,7 @@ def test_learned_weights_are_hash_checked(tmp_path):
         LearnedVerifier(path=bad, sha256="0" * 64)
     doc["features"] = doc["features"][:-1]
     bad.write_text(json.dumps(doc))
-    with pytest.raises(ModelError, match="make train-verifier"):
+    with pytest.raises(ModelError, match="other features"):
         LearnedVerifier(path=bad, sha256=None)
 
 

@@ -148,7 +148,11 @@ def _judge(settings):
 def _detection(data, limit, llm, tick):
     from ragclinic.eval.tasks.detection import run_detection
 
+    # --llm names the judge's model, as before: the language model's yes/no judge (the learned verifier is not
+    # consulted by the faithfulness check, see docs/verifier.md); without it, the rules alone
     settings = Settings.load(None, llm=llm or "none")
+    if settings.llm != "none":
+        settings = settings.model_copy(update={"judge": "llm"})
     return run_detection(data, judge=_judge(settings), limit=limit, progress=tick)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ragclinic.doctor.symptoms import Symptom, clamp
+from ragclinic.pipeline.generate.citations import CITE
 from ragclinic.text.support import numbers
 from ragclinic.types import Answer
 
@@ -49,18 +50,19 @@ def verified_confidence(answer: Answer, evidence: float, symptoms: Sequence[Symp
 def lost_facts(old: Answer | None, new: Answer | None) -> list[str]:
     """Numbers (dates, amounts) the current answer's supported claims state and the candidate no longer does: a
     repair that drops them makes a right answer vaguer ("2021年2月12日" → "2021年"), never better."""
-    if old is None or new is None or old.route != "answer":
-        return []
-    kept = numbers(new.text)
-    return sorted({n for c in old.claims if c.verdict in ("supported", "uncited") for n in numbers(c.text)} - kept)
+    if old is None or new is None or old.route != "answer" or new.route != "answer":
+        return []  # a refusal or a question back is judged by its score, not by what it leaves out
+    kept = numbers(CITE.sub("", new.text))
+    stated = {n for c in old.claims if c.verdict in ("supported", "uncited") for n in numbers(CITE.sub("", c.text))}
+    return sorted(stated - kept)
 
 
 def judge_better(new_score: float, new_symptoms: Sequence[Symptom], old_score: float,
                  old_symptoms: Sequence[Symptom], threshold: float, margin: float,
                  old_answer: Answer | None = None, new_answer: Answer | None = None) -> tuple[bool, str]:
-    if lost := lost_facts(old_answer, new_answer):
-        return False, f"the candidate drops {', '.join(lost)} that the current answer's supported claims state"
     old_names = {s.name for s in present(old_symptoms, threshold)}
+    if "injected_instruction" not in old_names and (lost := lost_facts(old_answer, new_answer)):
+        return False, f"the candidate drops {', '.join(lost)} that the current answer's supported claims state"
     new_names = {s.name for s in present(new_symptoms, threshold)}
     fresh = (new_names - old_names) & VETO
     if "injected_instruction" in old_names - new_names:

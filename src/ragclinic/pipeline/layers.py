@@ -130,6 +130,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         else:
             text, generator, route, claims = render("no_evidence", q), "template", "refuse", []
             flags.append(f"answer_unsupported: {note}; refused")
+            if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+                ctx.on_token(f"\n[not in the documents: the answer above is withdrawn]\n{text}")
     if route == "answer" and not claims and declines(text):
         # the verifier is sure a passage answers: ask once more from the verified passages, most sufficient first
         # (the 1.5B model declines multi-hop questions that the same passages answer)
@@ -144,6 +146,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         else:
             route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
             flags.append("generator_declined: the model found no answer in the passages")
+            if retry and ctx.on_token:
+                ctx.on_token(f"\n[no answer from the verified passages either]\n{text}")
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
@@ -153,6 +157,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
                                by_n[n].doc.title) for n in cited if n in by_n)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
                     _confidence(d, claims, route), generator, tuple(flags))
+    if unbacked and len(drafts) > 1:
+        unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
            "completion_tokens": sum(x.completion_tokens for x in drafts)}
     if unbacked:

@@ -16,6 +16,7 @@ from typing import Any
 from ragclinic.config import Settings
 from ragclinic.errors import LayerError, ModelCrashed, ModelError, RagclinicError
 from ragclinic.models.judge import Judge, LexicalJudge
+from ragclinic.verify import cheap
 from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
 from ragclinic.native import in_layer
 from ragclinic.pipeline.generate import GENERATORS, Generator
@@ -150,7 +151,8 @@ class Pipeline:
         note = f"{crash.reason}; answered extractively"
         if on_token:
             on_token(f"\n[{note}]\n")
-        return RunContext(ctx.kb, ctx.settings, None, LexicalJudge(), self._generator(None), on_token,
+        judge = ctx.judge if cheap(ctx.judge) else LexicalJudge()  # the learned verifier needs no model
+        return RunContext(ctx.kb, ctx.settings, None, judge, self._generator(None), on_token,
                           ctx.flags + [f"llm_crashed: {note}"])
 
     def _judge(self, lm: LanguageModel | None) -> Judge:

@@ -85,7 +85,10 @@ def reasons(task: str, f: Features, p: float, threshold: float) -> tuple[str, ..
     if f.missing_terms and p < threshold:
         out.append("the passage lacks " + ", ".join(repr(t) for t in f.missing_terms[:4]))
     if not out:
-        out.append("the passage states what was asked" if p >= threshold else "too little of it is in the passage")
+        yes, no = {"relevance": ("the passage states what was asked", "too little of it is in the passage"),
+                   "support": ("the passage states it", "too little of it is in the passage"),
+                   "contradiction": ("the passage says otherwise", "nothing in the passage says otherwise")}[task]
+        out.append(yes if p >= threshold else no)
     return tuple(out)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.scope.conflicts import answer_sentence
 from ragclinic.types import Passage
+from ragclinic.verify import task_threshold
 
 _YEAR = re.compile(r"(?<!\d)(1[5-9]\d\d|20\d\d)(?!\d)")
 _NUM_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*(%|[A-Za-z]+|[\u4e00-\u9fff])")
@@ -48,7 +49,8 @@ def false_premise(question: str, passages: Sequence[Passage], judge: Judge | Non
                 if other and (n, u) not in all_nums:
                     clash = f"{n} {u} vs {', '.join(sorted(other))} {u}"
                     break
-        if clash and (judge is None or judge.judge("contradiction", p.chunk.text, question) >= 0.5):
+        need = task_threshold(judge, "contradiction", 0.5)
+        if clash and (judge is None or judge.judge("contradiction", p.chunk.text, question) >= need):
             return f"false premise: the question says {clash.split(' vs ')[0]} but passage [{p.n}] says " \
                    f"{clash.split(' vs ')[1]}"
     return ""

@@ -34,10 +34,12 @@ VIOLATION_PHRASES = (
 _SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages? (do|does) not (say|mention|contain)"
                       r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档"
                       r"|contradict the premise|与问题的前提相矛盾"
-                      r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源"
-                      r"|^\s*(这一点)?(可以|能够)?(确认|证实)(这一点)?\s*(\[\d+\]\s*)*[。.!！]?\s*$"
-                      r"|^\s*this (is|can be) (confirmed|seen|verified)( by| in)?( the)?( passages?| documents?)?\s*(\[\d+\]\s*)*[.!]?\s*$)",
+                      r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源)",
                       re.I)
+# Not claims either, but not a decline: the small model's empty confirmations.
+_FILLER = re.compile(r"^\s*(这一点)?(可以|能够)?(确认|证实)(这一点)?\s*(\[\d+\]\s*)*[。.!！]?\s*$"
+                     r"|^\s*this (is|can be) (confirmed|seen|verified)( by| in)?( the)?( passages?| documents?)?\s*"
+                     r"(\[\d+\]\s*)*[.!]?\s*$", re.I)
 # A conflict statement ("The sources disagree: A [1]; but B [2].") is two claims, one per side.
 _CONFLICT = re.compile(r"^\s*(the sources disagree:|文档之间存在分歧：)\s*", re.I)
 _SIDE = re.compile(r"[;；]\s*(but|而)?\s*", re.I)
@@ -134,7 +136,7 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
     for sent in _claim_sentences(answer):
         cited = tuple(dict.fromkeys(parse_citations(sent)))
         bare = CITE.sub("", sent).strip()
-        if not content_terms(bare) or _SILENCE.search(bare):
+        if not content_terms(bare) or _SILENCE.search(bare) or _FILLER.search(sent):
             continue
         if any(n not in by_n for n in cited):
             bad = [n for n in cited if n not in by_n]
@@ -142,8 +144,7 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
             continue
         pool = [by_n[n] for n in cited] if cited else list(passages)
         if cheap(judge) and pool:
-            verdict, score, best = _verified(judge, bare, pool, question)
-            by = judge.model_id
+            verdict, score, best, by = _verified(judge, bare, pool, question)
         else:
             verdict, score, best, by, judge_budget = _judged(judge, bare, pool, settings, judge_budget)
         if not cited and verdict == "supported":
@@ -152,21 +153,22 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
     return claims
 
 
-def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage]:
+def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage, str]:
     """The verifier's support for the claim in its best passage; a claim whose answer part a passage holds, about
     what the question asks (answer-then-verify), is supported too — the support head is stricter about rewording
     ("我国" for "中国") than answers need; contradiction is asked when neither holds."""
     text = judge_text(claim, question)
     score, best = max(((verifier.judge("support", p.chunk.text, text), p) for p in pool), key=lambda t: t[0])
+    by = verifier.model_id
     if score >= task_threshold(verifier, "support", 0.5):
-        return "supported", score, best
+        return "supported", score, best, by
     if question:
         for p in pool:
             if backing(question, claim, p.chunk.text).backed:
-                return "supported", score, p
+                return "supported", score, p, by + "+answer-check"
     if verifier.judge("contradiction", best.chunk.text, text) >= task_threshold(verifier, "contradiction", 0.5):
-        return "contradicted", score, best
-    return "unsupported", score, best
+        return "contradicted", score, best, by
+    return "unsupported", score, best, by
 
 
 def _judged(judge, claim: str, pool: Sequence[Passage], settings, budget: int):

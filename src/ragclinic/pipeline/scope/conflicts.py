@@ -74,7 +74,7 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
         for pb, sb, vb in found[i + 1:]:
             if pa.chunk.doc_id == pb.chunk.doc_id:
                 continue
-            kind = None
+            kind, ca, cb = None, va, vb  # the values this pair's conflict names (va, vb stay A's and B's own)
             about_same = _shared(sa, sb) >= 0.5  # a date or number conflict needs sentences about the same thing
             if asks_when and about_same and va["date"] and vb["date"] and va["date"].isdisjoint(vb["date"]):
                 kind = "date"
@@ -84,18 +84,18 @@ def find_conflicts(question: str, passages: Sequence[Passage], top_n: int = 5,
                 kind = "entity"
             elif (swap := _swapped_span(sa, sb, question)) is not None:
                 kind = "entity"
-                va, vb = {**va, "entity": {swap[0]}}, {**vb, "entity": {swap[1]}}
+                ca, cb = {**va, "entity": {swap[0]}}, {**vb, "entity": {swap[1]}}
             elif judge is not None and about_same and (seen := _verified_conflict(judge, question, sa, sb,
-                                                                                  pb.chunk.text)):
+                                                                                  pb.chunk.text, asks_amount)):
                 kind, (xa, xb) = seen
-                va, vb = {**va, kind: xa}, {**vb, kind: xb}
+                ca, cb = {**va, kind: xa}, {**vb, kind: xb}
             if kind:
-                out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(va[kind])), tuple(sorted(vb[kind])),
+                out.append(Conflict(kind, pa.chunk.id, pb.chunk.id, tuple(sorted(ca[kind])), tuple(sorted(cb[kind])),
                                     sa.strip(), sb.strip()))
     return out
 
 
-def _verified_conflict(judge, question: str, sa: str, sb: str, passage_b: str):
+def _verified_conflict(judge, question: str, sa: str, sb: str, passage_b: str, asks_amount: bool = True):
     """The verifier's contradiction head, asked whether passage B contradicts A's answer sentence — only for two
     sentences that both meet the question's constraints (the same year, ordinal, title) and give different
     answers (what each adds to the question differs). (kind, (values A, values B)) or None."""
@@ -107,7 +107,7 @@ def _verified_conflict(judge, question: str, sa: str, sb: str, passage_b: str):
         return None
     (ta, na), (tb, nb) = answer_part(question, sa), answer_part(question, sb)
     if na and nb:
-        if not na.isdisjoint(nb):
+        if not asks_amount or not na.isdisjoint(nb):  # side numbers differ without disagreeing (see above)
             return None
         kind, xa, xb = "number", na, nb
     elif ta and tb and len(ta & tb) / min(len(ta), len(tb)) < 0.5:
@@ -151,10 +151,17 @@ def _swapped_span(sa: str, sb: str, question: str) -> tuple[str, str] | None:
 
 def _widen(text: str, i: int, j: int) -> tuple[int, int]:
     """[i, j) grown to the whole number it touches (digits and a decimal point)."""
-    num = lambda c: c.isdigit() or c == "."  # noqa: E731
-    while i > 0 and num(text[i - 1]) and (i == j or num(text[i]) or text[i - 1].isdigit()):
+    def num(k: int) -> bool:  # a digit, or a point between digits
+        c = text[k]
+        return c.isdigit() or (c == "." and 0 < k < len(text) - 1 and text[k - 1].isdigit() and text[k + 1].isdigit())
+
+    touches = (i < j and any(text[k].isdigit() for k in range(i, j))) or (i > 0 and num(i - 1)) or \
+        (j < len(text) and num(j))
+    if not touches:
+        return i, j
+    while i > 0 and num(i - 1):
         i -= 1
-    while j < len(text) and num(text[j]) and (i == j or num(text[j - 1]) or text[j].isdigit()):
+    while j < len(text) and num(j):
         j += 1
     return i, j
 
