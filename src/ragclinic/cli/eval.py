@@ -33,9 +33,9 @@ def eval_cmd(
     limit: int = typer.Option(0, "--limit", min=0, help="Evaluate the first N items (0 = all)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed for any sampling."),
     llm: Optional[str] = typer.Option(None, "--llm", show_default=False,
-                                      help="Language model: rag's generator; the judge in detection / --rerank when "
-                                           "the judge setting is llm (RAGCLINIC_JUDGE=llm; the default judge, the "
-                                           "learned verifier, needs none): local | local-small | none."),
+                                      help="Language model: rag's generator; detection's yes/no judge; the --rerank "
+                                           "judge when the judge setting is llm (RAGCLINIC_JUDGE=llm; the default, "
+                                           "the learned verifier, needs none): local | local-small | none."),
     out_dir: Optional[Path] = typer.Option(None, "--out", show_default=False,
                                            help="Write results.json and items.jsonl here (rag: also the checkpoint a "
                                                 "killed run resumes from)."),
