@@ -10,16 +10,21 @@ def test_a_changed_digit_is_a_changed_number():
                          "2019年出生率是多少") == ("10.48", "10.94")
 
 
-def test_the_verifier_marks_a_conflict_only_between_answers_to_the_same_question():
+def test_the_verifier_marks_a_number_conflict_only_between_answers_to_the_same_question():
     from ragclinic.pipeline.scope.conflicts import _verified_conflict
     from ragclinic.verify import create_verifier
 
     v = create_verifier("learned")
-    q = "Who won the 2021 Nobel Prize in Literature?"
-    sa = "The 2021 Nobel Prize in Literature was awarded to Abdulrazak Gurnah."
-    sb = "The 2021 Nobel Prize in Literature went to Annie Ernaux of France, the committee said."
-    kind, (xa, xb) = _verified_conflict(v, q, sa, sb, sb)
-    assert kind == "entity" and "gurnah" in xa and "ernaux" in xb
-    # another year is not a conflict (the question's constraint), nor is the same answer
-    assert _verified_conflict(v, q, sa, sb.replace("2021", "2022"), sb.replace("2021", "2022")) is None
+    q = "How many seats did the 2016 council have?"
+    sa = "The 2016 council had 70 seats in total."
+    sb = "The 2016 council had 90 seats in total, the register says."
+    assert _verified_conflict(v, q, sa, sb, sb) == ("number", ({"70"}, {"90"}))
+    # another year is not a conflict (the question's constraint), nor the same answer, nor a question that
+    # does not ask for an amount, nor two names (different aspects read as different answers)
+    assert _verified_conflict(v, q, sa, sb.replace("2016", "2017"), sb.replace("2016", "2017")) is None
     assert _verified_conflict(v, q, sa, sa, sa) is None
+    assert _verified_conflict(v, q, sa, sb, sb, asks_amount=False) is None
+    qn = "Who won the 2021 Nobel Prize in Literature?"
+    assert _verified_conflict(v, qn, "The 2021 Nobel Prize in Literature was awarded to Abdulrazak Gurnah.",
+                              "The 2021 Nobel Prize in Literature went to Annie Ernaux.",
+                              "The 2021 Nobel Prize in Literature went to Annie Ernaux.") is None
