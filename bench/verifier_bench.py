@@ -26,6 +26,8 @@ from ragclinic.eval.datasets import load
 from ragclinic.verify import create_verifier
 from ragclinic.verify.training.pairs import halueval_pairs
 
+from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
+
 
 def rgb_sets(path: Path, limit: int) -> list[dict]:
     items = load(f"rgb:{path}").data
@@ -88,10 +90,7 @@ def main() -> None:
         for dname, sets in data.items():
             result[dname][name] = score(v, v.relevance_threshold, sets)
             print(dname, name, json.dumps(result[dname][name]), flush=True)
-    print(json.dumps(result, indent=1))
-    if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(result, indent=1))
+    emit(result, a.out)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ the same 500 questions with different hallucinated answers; the test split is 20
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +23,8 @@ from ragclinic.eval.tasks.detection import run_detection
 from ragclinic.verify import create_verifier
 from ragclinic.verify.base import judge_text
 from ragclinic.verify.training.pairs import split_of
+
+from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
 
 
 def main() -> None:
@@ -58,10 +59,7 @@ def main() -> None:
     m["ece"] = expected_calibration_error(risk, gold)
     result["learned_support_head"] = {k: round(x, 4) if isinstance(x, float) else x for k, x in m.items()} | {
         "seconds_per_pair": round((time.perf_counter() - t0) / len(uniq), 4)}
-    print(json.dumps(result, indent=1))
-    if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(result, indent=1))
+    emit(result, a.out)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ thresholds). SciFact (BEIR, 300 claims over 5,183 abstracts; evaluation only, ne
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +20,8 @@ from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.verify import create_verifier
 from ragclinic.verify.training.pairs import split_of
+
+from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
 
 
 def main() -> None:
@@ -42,10 +43,7 @@ def main() -> None:
     finally:
         kb.close()
     result["split"] = a.split
-    print(json.dumps(result, indent=1))
-    if a.out:
-        a.out.parent.mkdir(parents=True, exist_ok=True)
-        a.out.write_text(json.dumps(result, indent=1))
+    emit(result, a.out)
 
 
 if __name__ == "__main__":

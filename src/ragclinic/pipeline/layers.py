@@ -112,42 +112,13 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         if ctx.on_token:
             ctx.on_token(text)
     claims = check_claims(text, passages, ctx.judge, s, q) if d.route == "answer" else []
-    route = d.route
-    unbacked: dict[str, Any] = {}
+    route, unbacked = d.route, {}
     if route == "answer" and _unbacked(claims, ctx.judge):
-        # answer-then-verify: the verifier finds none of the answer's claims in the passages — the model answered
-        # from a passage that does not say it (same topic, another event) or from memory. Answer once more from
-        # the passages the verifier found sufficient (not the ones that answer cited); else say so, do not guess.
-        best = max(c.score for c in claims)
-        unbacked = {"text": text, "claims": [asdict(c) for c in claims]}
-        note = f"no passage states the model's answer (best support P={best:.2f}, {ctx.judge.model_id})"
-        retry = _verified_passages(ctx, state, claims) if state.draft is None else ()
-        again = _again(ctx, state, retry, drafts, 0, "not in the documents") if retry else None
-        if again:
-            text, generator, claims, extra = again
-            flags += extra + [f"answer_regenerated: {note}; answered again from passage(s) "
-                              f"{', '.join(f'[{p.n}]' for p in retry)}"]
-        else:
-            text, generator, route, claims = render("no_evidence", q), "template", "refuse", []
-            flags.append(f"answer_unsupported: {note}; refused")
-            if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
-                ctx.on_token(f"\n[not in the documents: the answer above is withdrawn]\n{text}")
+        text, generator, route, claims, unbacked = _retry_unsupported(ctx, state, text, generator, claims, drafts,
+                                                                       flags)
     if route == "answer" and not claims and declines(text):
-        # the verifier is sure a passage answers: ask once more from the verified passages, most sufficient first
-        # (the 1.5B model declines multi-hop questions that the same passages answer)
-        retry = _declined_retry(ctx, state)
-        again = _again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
-        if again:
-            declined, (text, generator, claims, extra) = text, again
-            flags += extra + [f"answer_regenerated: the model said the documents do not say, the verifier gave "
-                              f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
-                              f"{', '.join(f'[{p.n}]' for p in retry)}"]
-            unbacked = {"text": declined, "claims": []}
-        else:
-            route = "refuse"  # the generator found no answer in the passages: report it as the refusal it is
-            flags.append("generator_declined: the model found no answer in the passages")
-            if retry and ctx.on_token:
-                ctx.on_token(f"\n[no answer from the verified passages either]\n{text}")
+        text, generator, route, claims, declined = _retry_declined(ctx, state, text, generator, drafts, flags)
+        unbacked = declined or unbacked
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
@@ -164,6 +135,48 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+def _retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, drafts: list[Draft],
+                       flags: list[str]):
+    """Answer-then-verify: the verifier finds none of the answer's claims in the passages — the model answered
+    from a passage that does not say it (same topic, another event) or from memory. Answer once more from the
+    passages the verifier found sufficient (not the ones that answer cited); else say so, do not guess.
+    (text, generator, route, claims, the withdrawn draft)."""
+    q = state.request.question
+    best = max(c.score for c in claims)
+    unbacked = {"text": text, "claims": [asdict(c) for c in claims]}
+    note = f"no passage states the model's answer (best support P={best:.2f}, {ctx.judge.model_id})"
+    retry = _verified_passages(ctx, state, claims) if state.draft is None else ()
+    again = _again(ctx, state, retry, drafts, 0, "not in the documents") if retry else None
+    if again:
+        text, generator, claims, extra = again
+        flags += extra + [f"answer_regenerated: {note}; answered again from passage(s) "
+                          f"{', '.join(f'[{p.n}]' for p in retry)}"]
+        return text, generator, "answer", claims, unbacked
+    text = render("no_evidence", q)
+    flags.append(f"answer_unsupported: {note}; refused")
+    if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+        ctx.on_token(f"\n[not in the documents: the answer above is withdrawn]\n{text}")
+    return text, "template", "refuse", [], unbacked
+
+
+def _retry_declined(ctx, state: AskState, text: str, generator: str, drafts: list[Draft], flags: list[str]):
+    """The model said the documents do not say. When the verifier is sure a passage answers, ask once more from
+    the verified passages, most sufficient first (the 1.5B model declines multi-hop questions that the same
+    passages answer); else it is the refusal it says. (text, generator, route, claims, the declined draft)."""
+    retry = _declined_retry(ctx, state)
+    again = _again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
+    if again:
+        declined, (text, generator, claims, extra) = text, again
+        flags += extra + [f"answer_regenerated: the model said the documents do not say, the verifier gave "
+                          f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in retry)}"]
+        return text, generator, "answer", claims, {"text": declined, "claims": []}
+    flags.append("generator_declined: the model found no answer in the passages")
+    if retry and ctx.on_token:
+        ctx.on_token(f"\n[no answer from the verified passages either]\n{text}")
+    return text, generator, "refuse", [], {}
 
 
 def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft]) -> tuple[str, str]:
