@@ -167,3 +167,26 @@ def test_dropping_a_number_does_not_block_removing_an_injection_or_a_refusal():
     assert ok
     ok, why = judge_better(0.9, [], 0.2, [], T, MARGIN, old, quarantined)
     assert not ok and "42" in why
+
+
+def _passage(n, chunk_id, support):
+    from ragclinic.types import Chunk, DocInfo, Hit, Passage
+
+    chunk = Chunk(chunk_id, "d" + chunk_id, "text", 0, 4, (), None, "zh", 1, n)
+    return Passage(n, Hit(chunk, 1.0, (), n), DocInfo("d" + chunk_id, "p", "t"), support=support)
+
+
+def test_filtering_away_one_side_of_conflicting_evidence_is_no_repair():
+    from ragclinic.doctor.verify import dropped_evidence
+
+    right, planted = _passage(1, "c1", 0.8), _passage(2, "c2", 0.9)
+    old = replace(SUPPORTED, text="广东宏远 [1]", claims=(Claim("广东宏远 [1]", (1,), "supported", 0.9, "c1"),))
+    new = replace(SUPPORTED, text="北京宏远 [2]", claims=(Claim("北京宏远 [2]", (2,), "supported", 0.9, "c2"),))
+    dropped = dropped_evidence(old, (right, planted), new, (planted,), sufficient=0.5)
+    assert dropped == [1]
+    ok, why = judge_better(0.95, [], 0.6, [sym("noisy_context")], T, MARGIN, old, new, dropped)
+    assert not ok and "[1]" in why and "conflicting" in why
+    # a dropped passage the verifier found insufficient (noise: the wrong year) may go; so may an unchanged answer
+    assert dropped_evidence(old, (replace(right, support=0.2), planted), new, (planted,), sufficient=0.5) == []
+    assert dropped_evidence(old, (right, planted), replace(new, text="广东宏远 [2]"), (planted,), 0.5) == []
+    assert dropped_evidence(old, (right, planted), REFUSAL, (planted,), 0.5) == []

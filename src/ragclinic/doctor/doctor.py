@@ -17,7 +17,7 @@ from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in de
 from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
-from ragclinic.doctor.verify import judge_better, present, verified_confidence
+from ragclinic.doctor.verify import dropped_evidence, judge_better, present, verified_confidence
 from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import Judge
@@ -27,6 +27,7 @@ from ragclinic.pipeline.state import AskState
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
 from ragclinic.types import Answer
+from ragclinic.verify import task_threshold
 
 _GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
 
@@ -237,8 +238,10 @@ class _Session:
 
     def _verdict(self, v: Visit) -> tuple[bool, str]:
         c = self.current
+        sufficient = task_threshold(self.judge, "relevance", self.s.gate_threshold_judge or 0.5)
+        dropped = dropped_evidence(c.state.answer, c.state.passages, v.state.answer, v.state.passages, sufficient)
         return judge_better(v.score, v.symptoms, c.score, c.symptoms, self.s.doctor_threshold,
-                            self.s.doctor_accept_margin, c.state.answer, v.state.answer)
+                            self.s.doctor_accept_margin, c.state.answer, v.state.answer, dropped)
 
     def _choose(self, visits) -> tuple[Visit, str, bool] | None:
         """The best candidate, if it is accepted: (visit, why, terminal)."""

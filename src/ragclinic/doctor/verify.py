@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from ragclinic.doctor.symptoms import Symptom, clamp
 from ragclinic.pipeline.generate.citations import CITE
 from ragclinic.text.support import numbers
-from ragclinic.types import Answer
+from ragclinic.types import Answer, Passage
 
 WEIGHTS = {"injected_instruction": 1.0}
 VETO = frozenset({"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "citation_error",
@@ -57,12 +57,34 @@ def lost_facts(old: Answer | None, new: Answer | None) -> list[str]:
     return sorted(stated - kept)
 
 
+def dropped_evidence(old_answer: Answer | None, old_passages: Sequence[Passage], new_answer: Answer | None,
+                     new_passages: Sequence[Passage], sufficient: float) -> list[int]:
+    """Passages [n] that support the current answer's claims, that the verifier found sufficient
+    (support ≥ ``sufficient``), and that the candidate's context no longer has while it answers differently: two
+    sufficient passages that disagree are conflicting evidence, and filtering one away picks a side at random
+    (RGB's counterfactual passages: the right one dropped, the planted one kept)."""
+    if old_answer is None or new_answer is None or old_answer.route != "answer" or new_answer.route != "answer":
+        return []
+    if CITE.sub("", old_answer.text).strip() == CITE.sub("", new_answer.text).strip():
+        return []
+    kept = {p.chunk.id for p in new_passages}
+    by_chunk = {p.chunk.id: p for p in old_passages}
+    out = {by_chunk[c.chunk_id].n for c in old_answer.claims
+           if c.verdict == "supported" and c.chunk_id in by_chunk and c.chunk_id not in kept
+           and by_chunk[c.chunk_id].support >= sufficient}
+    return sorted(out)
+
+
 def judge_better(new_score: float, new_symptoms: Sequence[Symptom], old_score: float,
                  old_symptoms: Sequence[Symptom], threshold: float, margin: float,
-                 old_answer: Answer | None = None, new_answer: Answer | None = None) -> tuple[bool, str]:
+                 old_answer: Answer | None = None, new_answer: Answer | None = None,
+                 dropped: Sequence[int] = ()) -> tuple[bool, str]:
     old_names = {s.name for s in present(old_symptoms, threshold)}
     if "injected_instruction" not in old_names and (lost := lost_facts(old_answer, new_answer)):
         return False, f"the candidate drops {', '.join(lost)} that the current answer's supported claims state"
+    if "injected_instruction" not in old_names and dropped:
+        return False, (f"the candidate leaves out passage(s) {list(dropped)} that state the current answer and pass "
+                       f"the verifier: conflicting evidence is not repaired by filtering one side away")
     new_names = {s.name for s in present(new_symptoms, threshold)}
     fresh = (new_names - old_names) & VETO
     if "injected_instruction" in old_names - new_names:
