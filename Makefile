@@ -65,7 +65,7 @@ bench-llama-variants: install
 
 bench-verifier: install
 	$(PY) bench/verifier_bench.py --rgb $(DATA)/rgb/zh_fact.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
-	  --verifiers learned,learned-features,lexical --out bench/out/verifier-bench.json
+	  --verifiers learned,learned-cross,lexical --out bench/out/verifier-bench.json
 
 bench-ingest: install
 	$(PY) bench/ingest_bench.py --limit 1000

@@ -73,7 +73,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rgb", type=Path, required=True)
     ap.add_argument("--halueval", type=Path, required=True)
-    ap.add_argument("--verifiers", default="learned,learned-features,lexical")
+    ap.add_argument("--verifiers", default="learned,learned-cross,lexical")
     ap.add_argument("--judge", default="", help="also score the language model's yes/no judge (local | local-small)")
     ap.add_argument("--limit", type=int, default=0, help="RGB items (0 = all)")
     ap.add_argument("--out", type=Path, default=None)

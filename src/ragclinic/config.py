@@ -138,9 +138,9 @@ class Settings(BaseSettings):
     openai_api_key: Optional[SecretStr] = Field(None, description="Or OPENAI_API_KEY; not needed by local servers.")
     openai_timeout: float = Field(60.0, gt=0)
     openai_max_retries: int = Field(2, ge=0, le=10)
-    judge: str = Field("learned", description="learned (the trained verifier with its cross-encoder: calibrated P, "
-                                              "~0.1-0.2 s a passage, no language model needed), learned-features "
-                                              "(without the cross-encoder, ~50 ms), llm (P(yes) from the language "
+    judge: str = Field("learned", description="learned (the trained verifier: calibrated P, ~50 ms a passage, no "
+                                              "language model needed), learned-cross (with the sufficiency "
+                                              "cross-encoder, ~0.1-0.2 s a passage), llm (P(yes) from the language "
                                               "model's logits, ~1 s a passage) or lexical (word overlap).")
     generator: str = Field("llm", description="llm, or extractive (best-supported sentences, no model).")
     extractive_sentences: int = Field(2, ge=1, le=10)

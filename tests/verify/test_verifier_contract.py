@@ -18,7 +18,7 @@ OTHER = "Cats sleep for most of the day and hunt at dusk."
 QUESTION = "How tall is the Eiffel Tower?"
 
 
-@pytest.fixture(params=["learned", "fake", "lexical", "llm-fake"])
+@pytest.fixture(params=["learned", "learned-cross", "fake", "lexical", "llm-fake"])
 def verifier(request) -> Verifier:
     if request.param == "llm-fake":
         lm = ScriptedLanguageModel(yes_prob=lambda m: 0.9 if "330 metres" in m[-1].content else 0.1)
@@ -90,7 +90,8 @@ def test_learned_weights_are_hash_checked(tmp_path):
 
 
 def test_create_judge_by_setting():
-    assert isinstance(create_judge("learned"), LearnedVerifier)
+    assert isinstance(create_judge("learned"), LearnedVerifier) and create_judge("learned").cross is None
+    assert create_judge("learned-cross").cross is not None
     assert create_judge("llm", None).model_id == "lexical-judge"  # no model: word overlap
     assert isinstance(create_verifier("lexical"), JudgeVerifier)
     with pytest.raises(Exception, match="valid names"):

@@ -24,7 +24,7 @@ import numpy as np
 from ragclinic.errors import ModelError
 
 WEIGHTS = "cross-v1.npz"
-SHA256 = "b9e0852d47997db2fb0caa8ea4bc72bfe0ee3da9c2f5dfa3f9b42e1c302436da"  # printed by make train-cross
+SHA256 = "7fcf822873604bd73c14f7aa3e97ac656761b5446a97016855f84b75cc1531ff"  # printed by make train-cross
 MAX_QUESTION = 48  # question tokens kept
 MAX_LEN = 256  # tokens per window, specials included
 STRIDE = 160  # passage tokens between window starts
@@ -97,7 +97,7 @@ class CrossEncoder:
         self.top = [Layer(*(f32(f"t{i}.{k}") for k in LAYER_KEYS)) for i in range(n_top)]
         self.head_w, self.head_b = f32("head.w"), float(w["head.b"])
         self.calib = w["calib"].astype(np.float64)  # [a, b]: calibrated logit = a * raw + b
-        self.blend = w["blend"].astype(np.float64)  # [a, b, c]: a * raw + b * feature-head logit + c
+        self.blend = w["blend"].astype(np.float64)  # a·raw + b·feature-head logit [+ c·contradicted] + bias
         self.mode = str(w["mode"])
         self.pool = str(w["pool"]) if "pool" in w else "mean"
         self.threshold = float(w["threshold"])
@@ -120,13 +120,16 @@ class CrossEncoder:
     def logit(self, question: str, passage: str) -> float:
         return _cached_logit(self, question, passage)
 
-    def prob(self, question: str, passage: str, feature_logit: float = 0.0) -> float:
+    def prob(self, question: str, passage: str, feature_logit: float = 0.0, contradicted: bool = False) -> float:
         """Calibrated P(the passage answers the question): the score alone (Platt) or blended with the feature
-        head's logit, whichever had the lower validation log-loss in training."""
+        head's logit and whether a question constraint is contradicted in the passage, whichever had the lower
+        validation log-loss in training."""
         z = self.logit(question, passage)
-        if self.mode == "blend":
-            a, b, c = self.blend
-            z = a * z + b * feature_logit + c
+        if self.mode.startswith("blend"):
+            cols = (z, feature_logit, float(contradicted))[: len(self.blend) - 1]
+            z = float(np.dot(self.blend[:-1], cols) + self.blend[-1])
+            if self.mode == "blend-veto" and contradicted:  # the feature head's doubt about the year stands
+                z = min(z, feature_logit)
         else:
             a, b = self.calib
             z = a * z + b

@@ -18,7 +18,7 @@ def test_the_neighbouring_year_is_refused_with_the_verifiers_reason(tmp_path):
     answer = state.answer
     assert answer.route == "refuse"
     gate = trace.span("gate").outputs
-    assert gate["support_by"] == ["learned-verifier:verifier-v1+cross-encoder:cross-v1"]  # every passage scored
+    assert gate["support_by"] == ["learned-verifier:verifier-v1"]  # every passage scored by the verifier
     reason = gate["decision"]["reason"]
     assert "learned-verifier" in reason and "2021" in reason and "2022" in reason
     assert all(p["support_why"] for p in gate["passages"])
@@ -85,7 +85,7 @@ def test_an_unsupported_answer_is_answered_again_from_the_verified_passages(tmp_
 def test_a_decline_over_a_passage_the_verifier_is_sure_of_is_answered_again(tmp_path):
     from ragclinic.models.fake_llm import ScriptedLanguageModel
 
-    kb = build_kb(tmp_path, DOCS, judge="learned", decline_retry_evidence=0.12)
+    kb = build_kb(tmp_path, DOCS, judge="learned", decline_retry_evidence=0.5)
     lm = ScriptedLanguageModel(["The documents do not say.",
                                 "Abdulrazak Gurnah won the 2021 Nobel Prize in Literature [1]."])
     state, trace = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")

@@ -5,8 +5,8 @@ build: ``pip install -e '.[train]'``); inference never does.
 The bottom ``--frozen`` layers are e5's and stay fixed, so their output is computed once per window and cached
 (``~/.cache/ragclinic/cross-train-*.npz``); the top layers and a linear head over the mean-pooled output are
 trained on the train split with a weighted logistic loss (each (source, label) class weighs the same), the epoch
-with the lowest validation loss kept. On validation: Platt scaling of the score alone and a three-parameter blend
-with the learned verifier's feature head; the lower validation log-loss wins, and the threshold is chosen per
+with the lowest validation loss kept. On validation: Platt scaling of the score alone and a logistic blend with the
+learned verifier's feature head logit and a contradicted-constraint flag; the lower validation log-loss wins, and the threshold is chosen per
 question as for the feature head (answer 95% of validation questions whose passages hold the answer). Test is
 reported, never used. Deterministic (seeded); ~30–40 min on 2 cores the first time.
 """
@@ -275,14 +275,33 @@ def export(path: Path, top, head, frozen: int, calib, blend, mode: str, threshol
         np.savez(f, **dict(sorted(arrays.items())))
 
 
-def _feature_logits(pairs: list[Pair], e5_cache: Path) -> np.ndarray:
-    """The shipped feature head's relevance logit for each pair (the blend's second column)."""
+def _feature_columns(pairs: list[Pair], e5_cache: Path) -> np.ndarray:
+    """The blend's other columns for each pair: the shipped feature head's relevance logit, and 1 when one of the
+    question's constraints is contradicted in the passage ("the passage is about 2021; the question asks about
+    2022") — 82% of such validation pairs are negatives, and the linear blend of two logits alone let the
+    cross-encoder's confidence outvote it."""
+    from ragclinic.verify.features import extract
     from ragclinic.verify.learned import LearnedVerifier
     from ragclinic.verify.training.__main__ import CachedE5, featurise
 
-    head = LearnedVerifier().heads["relevance"]
+    head = LearnedVerifier(cross=False).heads["relevance"]
     feats = featurise(pairs, CachedE5(e5_cache))
-    return head.logit(np.stack([feats[id(p)] for p in pairs]).astype(np.float64))
+    logit = head.logit(np.stack([feats[id(p)] for p in pairs]).astype(np.float64))
+    contra = np.array([float(any(c.verdict == "contradicted" for c in extract(p.passage, p.text).checks))
+                       for p in pairs])
+    return np.column_stack([logit, contra])
+
+
+def load_trained(path: Path, top, head) -> dict:
+    """Put an exported file's top layers and head back into the torch modules (to refit only the calibration)."""
+    torch = _torch()
+    with np.load(path, allow_pickle=False) as z:
+        for i, ly in enumerate(top):
+            for k in LAYER_KEYS:
+                ly.p[k].data = torch.tensor(z[f"t{i}.{k}"].astype(np.float32))
+        head.weight.data = torch.tensor(z["head.w"].astype(np.float32)).view(1, -1)
+        head.bias.data = torch.tensor([float(z["head.b"])])
+        return json.loads(str(z["meta"]))
 
 
 def item_report(p: np.ndarray, pairs: list[Pair], t: float) -> dict:
@@ -318,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--pool", choices=("max", "mean"), default="max",
                     help="max: the best passage token's logit, trained on answer tokens too (default); mean: pooled")
+    ap.add_argument("--recalibrate", type=Path, default=None, metavar="NPZ",
+                    help="take the layers and head of this exported file instead of training; refit the "
+                         "calibration, blend and threshold only")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/cross-train.npz")
     ap.add_argument("--e5-cache", type=Path, default=Path.home() / ".cache/ragclinic/verifier-train-e5.npz")
     a = ap.parse_args(argv)
@@ -338,19 +360,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"answer tokens found in {sum(x is not None and x.any() for x in labels)} of "
                   f"{sum(ps[o].label for o in owner)} positive windows", file=sys.stderr)
         data[s] = (ps, bottom_states(base, bottom, wins, a.cache), owner, spans[s])
-    history = fit(top, head, data["train"][1], data["train"][2], sub["train"], data["val"], a.epochs, a.lr, a.seed,
-                  spans=spans["train"], labels=labels)
+    if a.recalibrate:
+        history = load_trained(a.recalibrate, top, head)["history"]
+    else:
+        history = fit(top, head, data["train"][1], data["train"][2], sub["train"], data["val"], a.epochs, a.lr,
+                      a.seed, spans=spans["train"], labels=labels)
     raw = {s: scores(top, head, data[s][1], data[s][2], len(sub[s]), spans[s]) for s in ("val", "test")}
-    feat = {s: _feature_logits(sub[s], a.e5_cache) for s in ("val", "test")}
+    cols = {s: _feature_columns(sub[s], a.e5_cache) for s in ("val", "test")}
+    feat = {s: cols[s][:, 0] for s in cols}
     yv = np.array([p.label for p in sub["val"]], float)
     calib = _fit_linear(raw["val"][:, None], yv)
-    blend = _fit_linear(np.column_stack([raw["val"], feat["val"]]), yv)
+    blend = _fit_linear(np.column_stack([raw["val"], cols["val"]]), yv)
     sig = lambda z: 1 / (1 + np.exp(-np.clip(z, -30, 30)))  # noqa: E731
     prob = {"calib": lambda s: sig(calib[0] * raw[s] + calib[1]),
-            "blend": lambda s: sig(blend[0] * raw[s] + blend[1] * feat[s] + blend[2])}
+            "blend": lambda s: sig(np.column_stack([raw[s], cols[s], np.ones(len(raw[s]))]) @ blend)}
+    # blend-veto: where a question constraint is contradicted, the lower of the blend and the feature head
+    prob["blend-veto"] = lambda s: np.where(cols[s][:, 1] > 0, np.minimum(prob["blend"](s), sig(feat[s])),
+                                            prob["blend"](s))
     losses = {m: _logloss(f("val"), yv) for m, f in prob.items()}
     losses["features"] = _logloss(sig(feat["val"]), yv)
-    mode = min(("calib", "blend"), key=losses.get)
+    mode = min(("calib", "blend", "blend-veto"), key=losses.get)
     pv, pt = prob[mode]("val"), prob[mode]("test")
     threshold = _item_threshold(pv, sub["val"])
     ys = np.array([p.label for p in sub["test"]], float)
@@ -359,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
                    "accepted_features_only": float((sig(feat["test"])[m] >= feat_t).mean())}
                for k in sorted({p.kind for p in sub["test"]})
                for m in [np.array([p.kind == k for p in sub["test"]])]}
-    meta = {"frozen": a.frozen, "pool": a.pool, "epochs": a.epochs, "lr": a.lr, "seed": a.seed, "history": history,
+    meta = {"frozen": a.frozen, "pool": a.pool, "epochs": a.epochs, "recalibrated": bool(a.recalibrate), "lr": a.lr, "seed": a.seed, "history": history,
             "trained_on": {n: {"file": f.name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
                            for n, f in (("cmrc2018", a.cmrc), ("halueval", a.halueval))},
             "pairs": {s: len(v) for s, v in sub.items()}}
