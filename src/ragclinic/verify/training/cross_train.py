@@ -321,19 +321,16 @@ def item_report(p: np.ndarray, pairs: list[Pair], t: float) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from ragclinic.models.e5_numpy import E5Numpy
-    from ragclinic.verify.training.__main__ import _item_threshold, metrics
-
+def _args(argv):
     ap = argparse.ArgumentParser(prog="python -m ragclinic.verify.training.cross_train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cmrc", type=Path, required=True)
     ap.add_argument("--halueval", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True, help="the weights file to write (.npz)")
     ap.add_argument("--report", type=Path, default=None)
-    ap.add_argument("--frozen", type=int, default=10, help="bottom layers kept as e5's (default 10 of 12)")
-    ap.add_argument("--epochs", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--frozen", type=int, default=8, help="bottom layers kept as e5's (default 8 of 12)")
+    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--pool", choices=("max", "mean"), default="max",
                     help="max: the best passage token's logit, trained on answer tokens too (default); mean: pooled")
@@ -342,7 +339,72 @@ def main(argv: list[str] | None = None) -> int:
                          "calibration, blend and threshold only")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/cross-train.npz")
     ap.add_argument("--e5-cache", type=Path, default=Path.home() / ".cache/ragclinic/verifier-train-e5.npz")
-    a = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def _prepare(a, base, bottom, sub):
+    """Per split: (pairs, frozen-layer states of every window, the pair of each window, passage spans); and the
+    training windows' token labels."""
+    data, labels = {}, None
+    for s, ps in sub.items():
+        wins, owner = _windows_of(base, ps, train=s == "train")
+        spans = [passage_span(w, base.eos) for w in wins] if a.pool == "max" else None
+        if s == "train" and a.pool == "max":
+            labels = [token_labels(base, w, ps[o].answer) if ps[o].label else np.zeros(len(w), np.float32)
+                      for w, o in zip(wins, owner)]
+            print(f"answer tokens found in {sum(x is not None and x.any() for x in labels)} of "
+                  f"{sum(ps[o].label for o in owner)} positive windows", file=sys.stderr)
+        data[s] = (ps, bottom_states(base, bottom, wins, a.cache), owner, spans)
+    return data, labels
+
+
+def _sig(z):
+    return 1 / (1 + np.exp(-np.clip(z, -30, 30)))
+
+
+def _calibrate(raw: dict, cols: dict, sub: dict) -> dict:
+    """Platt scaling, the blend and the blend with a veto, fitted on validation; the lowest validation log-loss
+    is chosen and its threshold set per question."""
+    from ragclinic.verify.training.__main__ import _item_threshold
+
+    yv = np.array([p.label for p in sub["val"]], float)
+    feat = {s: cols[s][:, 0] for s in cols}
+    calib = _fit_linear(raw["val"][:, None], yv)
+    blend = _fit_linear(np.column_stack([raw["val"], cols["val"]]), yv)
+    prob = {"calib": lambda s: _sig(calib[0] * raw[s] + calib[1]),
+            "blend": lambda s: _sig(np.column_stack([raw[s], cols[s], np.ones(len(raw[s]))]) @ blend)}
+    # blend-veto: where a question constraint is contradicted, the lower of the blend and the feature head
+    prob["blend-veto"] = lambda s: np.where(cols[s][:, 1] > 0, np.minimum(prob["blend"](s), _sig(feat[s])),
+                                            prob["blend"](s))
+    losses = {m: _logloss(f("val"), yv) for m, f in prob.items()}
+    losses["features"] = _logloss(_sig(feat["val"]), yv)
+    mode = min(("calib", "blend", "blend-veto"), key=losses.get)
+    return {"calib": calib, "blend": blend, "mode": mode, "losses": losses, "test": prob[mode]("test"),
+            "threshold": _item_threshold(prob[mode]("val"), sub["val"]), "feat_test": _sig(feat["test"]),
+            "feat_threshold": _item_threshold(_sig(feat["val"]), sub["val"])}
+
+
+def _report(c: dict, sub: dict, history, out: Path, seconds: float) -> dict:
+    from ragclinic.verify.training.__main__ import metrics
+
+    ys = np.array([p.label for p in sub["test"]], float)
+    pt, t, ft, fp = c["test"], c["threshold"], c["feat_threshold"], c["feat_test"]
+    by_kind = {k: {"n": int(m.sum()), "accepted": float((pt[m] >= t).mean()),
+                   "accepted_features_only": float((fp[m] >= ft).mean())}
+               for k in sorted({p.kind for p in sub["test"]})
+               for m in [np.array([p.kind == k for p in sub["test"]])]}
+    return {"seconds": round(seconds), "mode": c["mode"], "val_log_loss": c["losses"], "threshold": t,
+            "test": metrics(pt, ys, t), "test_features_only": metrics(fp, ys, ft),
+            "test_items": item_report(pt, sub["test"], t),
+            "test_items_features_only": item_report(fp, sub["test"], ft),
+            "test_by_kind": by_kind, "history": history, "size_bytes": out.stat().st_size,
+            "sha256": hashlib.sha256(out.read_bytes()).hexdigest()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ragclinic.models.e5_numpy import E5Numpy
+
+    a = _args(argv)
     torch = _torch()
     torch.set_num_threads(2)
     t0 = time.perf_counter()
@@ -350,56 +412,21 @@ def main(argv: list[str] | None = None) -> int:
     sub = {s: [p for p in pairs if p.split == s] for s in ("train", "val", "test")}
     base = E5Numpy()
     bottom, top, head = build(base, a.frozen)
-    data, spans, labels = {}, {}, None
-    for s, ps in sub.items():
-        wins, owner = _windows_of(base, ps, train=s == "train")
-        spans[s] = [passage_span(w, base.eos) for w in wins] if a.pool == "max" else None
-        if s == "train" and a.pool == "max":
-            labels = [token_labels(base, w, ps[o].answer) if ps[o].label else np.zeros(len(w), np.float32)
-                      for w, o in zip(wins, owner)]
-            print(f"answer tokens found in {sum(x is not None and x.any() for x in labels)} of "
-                  f"{sum(ps[o].label for o in owner)} positive windows", file=sys.stderr)
-        data[s] = (ps, bottom_states(base, bottom, wins, a.cache), owner, spans[s])
+    data, labels = _prepare(a, base, bottom, sub)
     if a.recalibrate:
         history = load_trained(a.recalibrate, top, head)["history"]
     else:
         history = fit(top, head, data["train"][1], data["train"][2], sub["train"], data["val"], a.epochs, a.lr,
-                      a.seed, spans=spans["train"], labels=labels)
-    raw = {s: scores(top, head, data[s][1], data[s][2], len(sub[s]), spans[s]) for s in ("val", "test")}
-    cols = {s: _feature_columns(sub[s], a.e5_cache) for s in ("val", "test")}
-    feat = {s: cols[s][:, 0] for s in cols}
-    yv = np.array([p.label for p in sub["val"]], float)
-    calib = _fit_linear(raw["val"][:, None], yv)
-    blend = _fit_linear(np.column_stack([raw["val"], cols["val"]]), yv)
-    sig = lambda z: 1 / (1 + np.exp(-np.clip(z, -30, 30)))  # noqa: E731
-    prob = {"calib": lambda s: sig(calib[0] * raw[s] + calib[1]),
-            "blend": lambda s: sig(np.column_stack([raw[s], cols[s], np.ones(len(raw[s]))]) @ blend)}
-    # blend-veto: where a question constraint is contradicted, the lower of the blend and the feature head
-    prob["blend-veto"] = lambda s: np.where(cols[s][:, 1] > 0, np.minimum(prob["blend"](s), sig(feat[s])),
-                                            prob["blend"](s))
-    losses = {m: _logloss(f("val"), yv) for m, f in prob.items()}
-    losses["features"] = _logloss(sig(feat["val"]), yv)
-    mode = min(("calib", "blend", "blend-veto"), key=losses.get)
-    pv, pt = prob[mode]("val"), prob[mode]("test")
-    threshold = _item_threshold(pv, sub["val"])
-    ys = np.array([p.label for p in sub["test"]], float)
-    feat_t = _item_threshold(sig(feat["val"]), sub["val"])
-    by_kind = {k: {"n": int(m.sum()), "accepted": float((pt[m] >= threshold).mean()),
-                   "accepted_features_only": float((sig(feat["test"])[m] >= feat_t).mean())}
-               for k in sorted({p.kind for p in sub["test"]})
-               for m in [np.array([p.kind == k for p in sub["test"]])]}
-    meta = {"frozen": a.frozen, "pool": a.pool, "epochs": a.epochs, "recalibrated": bool(a.recalibrate), "lr": a.lr, "seed": a.seed, "history": history,
+                      a.seed, spans=data["train"][3], labels=labels)
+    raw = {s: scores(top, head, data[s][1], data[s][2], len(sub[s]), data[s][3]) for s in ("val", "test")}
+    c = _calibrate(raw, {s: _feature_columns(sub[s], a.e5_cache) for s in ("val", "test")}, sub)
+    meta = {"frozen": a.frozen, "pool": a.pool, "epochs": a.epochs, "recalibrated": bool(a.recalibrate),
+            "lr": a.lr, "seed": a.seed, "history": history,
             "trained_on": {n: {"file": f.name, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
                            for n, f in (("cmrc2018", a.cmrc), ("halueval", a.halueval))},
             "pairs": {s: len(v) for s, v in sub.items()}}
-    export(a.out, top, head, a.frozen, calib, blend, mode, threshold, meta, a.pool)
-    rep = {"seconds": round(time.perf_counter() - t0), "mode": mode, "val_log_loss": losses,
-           "threshold": threshold, "test": metrics(pt, ys, threshold),
-           "test_features_only": metrics(sig(feat["test"]), ys, feat_t),
-           "test_items": item_report(pt, sub["test"], threshold),
-           "test_items_features_only": item_report(sig(feat["test"]), sub["test"], feat_t),
-           "test_by_kind": by_kind, "history": history, "size_bytes": a.out.stat().st_size,
-           "sha256": hashlib.sha256(a.out.read_bytes()).hexdigest()}
+    export(a.out, top, head, a.frozen, c["calib"], c["blend"], c["mode"], c["threshold"], meta, a.pool)
+    rep = _report(c, sub, history, a.out, time.perf_counter() - t0)
     if a.report:
         a.report.parent.mkdir(parents=True, exist_ok=True)
         a.report.write_text(json.dumps(rep, indent=1))
