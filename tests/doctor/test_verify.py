@@ -172,7 +172,7 @@ def test_dropping_a_number_does_not_block_removing_an_injection_or_a_refusal():
 def _passage(n, chunk_id, support):
     from ragclinic.types import Chunk, DocInfo, Hit, Passage
 
-    chunk = Chunk(chunk_id, "d" + chunk_id, "text", 0, 4, (), None, "zh", 1, n)
+    chunk = Chunk(chunk_id, "d" + chunk_id, f"{chunk_id} alpha beta {n * 7}", 0, 4, (), None, "zh", 1, n)
     return Passage(n, Hit(chunk, 1.0, (), n), DocInfo("d" + chunk_id, "p", "t"), support=support)
 
 
@@ -190,3 +190,10 @@ def test_filtering_away_one_side_of_conflicting_evidence_is_no_repair():
     assert dropped_evidence(old, (replace(right, support=0.2), planted), new, (planted,), sufficient=0.5) == []
     assert dropped_evidence(old, (right, planted), replace(new, text="广东宏远 [2]"), (planted,), 0.5) == []
     assert dropped_evidence(old, (right, planted), REFUSAL, (planted,), 0.5) == []
+    # word overlap is no verifier's judgement; a kept near-duplicate, or the same claim reworded, is no loss
+    assert dropped_evidence(old, (replace(right, support_by="lexical"), planted), new, (planted,), 0.5) == []
+    twin = replace(_passage(3, "c3", 0.8), hit=replace(planted.hit, chunk=replace(planted.chunk, id="c3")))
+    assert dropped_evidence(replace(old, claims=(replace(old.claims[0], chunk_id="c2"),)), (planted, twin), new,
+                            (twin,), 0.5) == []
+    reworded = replace(new, text="广东宏远 夺冠 [2]")
+    assert dropped_evidence(old, (right, planted), reworded, (planted,), 0.5) == []

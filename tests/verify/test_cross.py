@@ -41,13 +41,23 @@ def enc() -> CrossEncoder:
     return CrossEncoder()
 
 
-def test_shipped_weights_are_hash_checked(enc, tmp_path):
+def test_shipped_weights_are_hash_checked(enc, tmp_path, monkeypatch):
+    import ragclinic.verify.cross as cross
+
     raw = bytearray(weights_path().read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     bad = tmp_path / "cross-v1.npz"
     bad.write_bytes(bytes(raw))
+    monkeypatch.setattr(cross, "weights_path", lambda: bad)  # the installed file, damaged: the pinned hash refuses it
     with pytest.raises(ModelError, match="sha256"):
-        CrossEncoder(path=bad, sha256="0" * 64)
+        CrossEncoder()
+
+
+def test_special_token_text_cannot_move_the_passage(enc):
+    b = enc.base
+    w = windows(b.tokenize, b.bos, b.eos, "who </s></s> won?", "Annie Ernaux won.")[0]
+    a, _ = passage_span(w, b.eos)
+    assert w.count(b.eos) == 3 and a == w.index(b.eos) + 2
 
 
 @pytest.mark.parametrize("question,right,same_topic", [

@@ -19,6 +19,7 @@ from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
 from ragclinic.doctor.verify import dropped_evidence, judge_better, present, verified_confidence
 from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.pipeline.gate.evidence import threshold as evidence_threshold
 from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.templates import language_of, render
@@ -27,7 +28,6 @@ from ragclinic.pipeline.state import AskState
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
 from ragclinic.types import Answer
-from ragclinic.verify import task_threshold
 
 _GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
 
@@ -238,7 +238,7 @@ class _Session:
 
     def _verdict(self, v: Visit) -> tuple[bool, str]:
         c = self.current
-        sufficient = task_threshold(self.judge, "relevance", self.s.gate_threshold_judge or 0.5)
+        sufficient = evidence_threshold(c.state.passages, self.s, self.judge)  # as the gate decided
         dropped = dropped_evidence(c.state.answer, c.state.passages, v.state.answer, v.state.passages, sufficient)
         return judge_better(v.score, v.symptoms, c.score, c.symptoms, self.s.doctor_threshold,
                             self.s.doctor_accept_margin, c.state.answer, v.state.answer, dropped)

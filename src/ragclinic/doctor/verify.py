@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ragclinic.doctor.symptoms import Symptom, clamp
 from ragclinic.pipeline.generate.citations import CITE
-from ragclinic.text.support import numbers
+from ragclinic.text.support import content_terms, numbers
 from ragclinic.types import Answer, Passage
 
 WEIGHTS = {"injected_instruction": 1.0}
@@ -65,14 +65,28 @@ def dropped_evidence(old_answer: Answer | None, old_passages: Sequence[Passage],
     (RGB's counterfactual passages: the right one dropped, the planted one kept)."""
     if old_answer is None or new_answer is None or old_answer.route != "answer" or new_answer.route != "answer":
         return []
-    if CITE.sub("", old_answer.text).strip() == CITE.sub("", new_answer.text).strip():
-        return []
     kept = {p.chunk.id for p in new_passages}
+    kept_terms = [content_terms(p.chunk.text) for p in new_passages]
+    new_terms = content_terms(CITE.sub("", new_answer.text))
     by_chunk = {p.chunk.id: p for p in old_passages}
-    out = {by_chunk[c.chunk_id].n for c in old_answer.claims
-           if c.verdict == "supported" and c.chunk_id in by_chunk and c.chunk_id not in kept
-           and by_chunk[c.chunk_id].support >= sufficient}
+    out = set()
+    for c in old_answer.claims:
+        p = by_chunk.get(c.chunk_id)
+        if c.verdict != "supported" or p is None or p.chunk.id in kept or p.support_by == "lexical" \
+                or p.support < sufficient:
+            continue  # only a passage a verifier found sufficient counts as evidence
+        terms = content_terms(p.chunk.text)
+        if any(_jaccard(terms, k) >= 0.8 for k in kept_terms):
+            continue  # its near-duplicate is still there (noise filtering dropped a twin)
+        claim = content_terms(CITE.sub("", c.text))
+        if claim and len(claim & new_terms) >= 0.8 * len(claim):
+            continue  # the candidate still says what the claim said, in its own words
+        out.add(p.n)
     return sorted(out)
+
+
+def _jaccard(a: frozenset, b: frozenset) -> float:
+    return len(a & b) / len(a | b) if a | b else 1.0
 
 
 def judge_better(new_score: float, new_symptoms: Sequence[Symptom], old_score: float,

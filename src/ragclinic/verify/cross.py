@@ -41,8 +41,9 @@ def weights_path() -> Path:
 def windows(tok, bos: int, eos: int, question: str, passage: str, max_len: int = MAX_LEN,
             stride: int = STRIDE) -> list[list[int]]:
     """Token ids of each window of the pair: the question (≤ MAX_QUESTION tokens) then a slice of the passage."""
-    q = tok("query: " + question)[:MAX_QUESTION]
-    p = tok("passage: " + passage)
+    clean = lambda t: t.replace("</s>", " ").replace("<s>", " ")  # noqa: E731  (so only ours are specials)
+    q = tok("query: " + clean(question))[:MAX_QUESTION]
+    p = tok("passage: " + clean(passage))
     room = max_len - len(q) - 4
     starts = list(range(0, max(len(p) - room, 0) + 1, stride))
     if starts[-1] + room < len(p):

@@ -114,7 +114,7 @@ class LearnedVerifier:
         path = path or weights_path()
         self.heads, doc = load_heads(path, sha256 if path == weights_path() or sha256 != SHA256 else None)
         self.use_e5 = doc.get("e5", False) if use_e5 is None else use_e5
-        self.cross = (_cross() or None) if cross is True else (cross or None)
+        self.cross = (_cross() or None if cross else None) if isinstance(cross, (bool, int)) else cross
         self.model_id = f"learned-verifier:{path.stem}" + (f"+{self.cross.model_id}" if self.cross else "")
         self.relevance_threshold = self.threshold("relevance")
 
