@@ -192,8 +192,21 @@ def test_filtering_away_one_side_of_conflicting_evidence_is_no_repair():
     assert dropped_evidence(old, (right, planted), REFUSAL, (planted,), 0.5) == []
     # word overlap is no verifier's judgement; a kept near-duplicate, or the same claim reworded, is no loss
     assert dropped_evidence(old, (replace(right, support_by="lexical"), planted), new, (planted,), 0.5) == []
-    twin = replace(_passage(3, "c3", 0.8), hit=replace(planted.hit, chunk=replace(planted.chunk, id="c3")))
-    assert dropped_evidence(replace(old, claims=(replace(old.claims[0], chunk_id="c2"),)), (planted, twin), new,
-                            (twin,), 0.5) == []
+    def text(p, t, chunk_id=None):
+        return replace(p, hit=replace(p.hit, chunk=replace(p.chunk, text=t, id=chunk_id or p.chunk.id)))
+
+    right_says = text(right, "c1 alpha beta 广东宏远")
+    twin = text(planted, "c1 alpha beta 广东宏远", "c3")
+    assert dropped_evidence(old, (right_says, twin), new, (twin,), 0.5) == []
+    # a near-duplicate that changes the answer (RGB's counterfactual passages) is no twin
+    planted_twin = text(planted, "c1 alpha beta gamma delta epsilon zeta eta 北京宏远", "c3")  # Jaccard 0.82
+    right_says = text(right, "c1 alpha beta gamma delta epsilon zeta eta 广东宏远")
+    assert dropped_evidence(old, (right_says, planted_twin), new, (planted_twin,), 0.5) == [1]
+    # the question's own terms are no part of the answer (RGB: "CBA2019-2020赛季的总冠军是广东宏远" vs 北京宏远)
+    q = "CBA2019-2020赛季总冠军"
+    said = replace(old, text="CBA2019-2020赛季的总冠军是广东宏远[1]",
+                   claims=(Claim("CBA2019-2020赛季的总冠军是广东宏远[1]", (1,), "supported", 0.9, "c1"),))
+    other = replace(new, text="CBA2019-2020赛季总冠军是北京宏远[2]")
+    assert dropped_evidence(said, (right, planted), other, (planted,), 0.5, q) == [1]
     reworded = replace(new, text="广东宏远 夺冠 [2]")
     assert dropped_evidence(old, (right, planted), reworded, (planted,), 0.5) == []

@@ -239,7 +239,8 @@ class _Session:
     def _verdict(self, v: Visit) -> tuple[bool, str]:
         c = self.current
         sufficient = evidence_threshold(c.state.passages, self.s, self.judge)  # as the gate decided
-        dropped = dropped_evidence(c.state.answer, c.state.passages, v.state.answer, v.state.passages, sufficient)
+        dropped = dropped_evidence(c.state.answer, c.state.passages, v.state.answer, v.state.passages, sufficient,
+                                   c.state.request.question)
         return judge_better(v.score, v.symptoms, c.score, c.symptoms, self.s.doctor_threshold,
                             self.s.doctor_accept_margin, c.state.answer, v.state.answer, dropped)
 

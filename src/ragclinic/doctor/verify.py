@@ -58,7 +58,7 @@ def lost_facts(old: Answer | None, new: Answer | None) -> list[str]:
 
 
 def dropped_evidence(old_answer: Answer | None, old_passages: Sequence[Passage], new_answer: Answer | None,
-                     new_passages: Sequence[Passage], sufficient: float) -> list[int]:
+                     new_passages: Sequence[Passage], sufficient: float, question: str = "") -> list[int]:
     """Passages [n] that support the current answer's claims, that the verifier found sufficient
     (support ≥ ``sufficient``), and that the candidate's context no longer has while it answers differently: two
     sufficient passages that disagree are conflicting evidence, and filtering one away picks a side at random
@@ -76,13 +76,18 @@ def dropped_evidence(old_answer: Answer | None, old_passages: Sequence[Passage],
                 or p.support < sufficient:
             continue  # only a passage a verifier found sufficient counts as evidence
         terms = content_terms(p.chunk.text)
-        if any(_jaccard(terms, k) >= 0.8 for k in kept_terms):
-            continue  # its near-duplicate is still there (noise filtering dropped a twin)
-        claim = content_terms(CITE.sub("", c.text))
-        if claim and len(claim & new_terms) >= 0.8 * len(claim):
+        claim = content_terms(CITE.sub("", c.text)) - content_terms(question)  # what it adds: the answer
+        if any(_jaccard(terms, k) >= 0.8 and _covers(k, claim) for k in kept_terms):
+            continue  # a near-duplicate that states the same claim is still there (noise filtering dropped a twin;
+            # RGB's counterfactual passages are near-duplicates that change the answer, so they do not count)
+        if _covers(new_terms, claim):
             continue  # the candidate still says what the claim said, in its own words
         out.add(p.n)
     return sorted(out)
+
+
+def _covers(terms: frozenset, claim: frozenset) -> bool:
+    return bool(claim) and len(claim & terms) >= 0.8 * len(claim)
 
 
 def _jaccard(a: frozenset, b: frozenset) -> float:
