@@ -56,8 +56,9 @@ train-cross: install
 	$(PY) -m ragclinic.verify.training.cross_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/cross-v1.npz \
 	  --frozen 8 --epochs 6 --lr 1e-4 --report bench/out/cross-train.json
-## The shipped file's calibration was then refitted (a constraint column added) on its own layers:
-##   $(PY) -m ragclinic.verify.training.cross_train ... --recalibrate FILE.npz
+## One run trains and calibrates (the shipped file: these layers, then its calibration refitted with
+## `... cross_train ... --recalibrate FILE.npz` once the constraint column was added; the same steps as one run).
+## Deterministic seeds; across CPUs the float sums may differ, so a rebuilt file gets its own sha256.
 
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).

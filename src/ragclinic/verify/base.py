@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from ragclinic.registry import Registry
@@ -72,3 +73,21 @@ def sufficiency(verifier: Verifier, question: str, passages: Sequence[str]) -> V
     """Does this set of passages answer the question: the best single passage's verdict (an empty set: 0)."""
     verdicts = [verifier.verify("relevance", p, question) for p in passages]
     return max(verdicts, key=lambda v: v.p, default=Verdict(0.0, verifier.model_id, ("no passages",)))
+
+
+def read_pinned(path: Path, sha256: str | None, what: str, target: str, pinned_in: str) -> bytes:
+    """The bytes of a shipped weights file, refused (naming the fix) when unreadable or when its sha256 is not the
+    pinned one (``sha256`` None: not checked — a file the caller chose)."""
+    import hashlib
+
+    from ragclinic.errors import ModelError
+
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ModelError(f"{what} {path} cannot be read ({e}); reinstall ragclinic or run make {target}") from e
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise ModelError(f"{what} {path} have sha256 {digest}, expected {sha256}: the file was changed or damaged; "
+                         f"reinstall ragclinic (or, after make {target}, update SHA256 in {pinned_in})")
+    return raw

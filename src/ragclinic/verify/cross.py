@@ -13,7 +13,6 @@ window counts.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from functools import lru_cache
 from importlib.resources import files
@@ -21,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ragclinic.errors import ModelError
 
 WEIGHTS = "cross-v1.npz"
 SHA256 = "f96e7df89127fc437f59401b615b32479b29976b4d096cb36ccabd851735919d"  # printed by make train-cross
@@ -67,17 +65,11 @@ def _base():
 
 
 def load(path: Path, sha256: str | None) -> dict[str, np.ndarray]:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ModelError(f"cross-encoder weights {path} cannot be read ({e}); reinstall ragclinic or run "
-                         f"make train-cross") from e
-    digest = hashlib.sha256(raw).hexdigest()
-    if sha256 is not None and digest != sha256:
-        raise ModelError(f"cross-encoder weights {path} have sha256 {digest}, expected {sha256}: the file was "
-                         f"changed or damaged; reinstall ragclinic (or, after make train-cross, update SHA256 in "
-                         f"verify/cross.py)")
     import io
+
+    from ragclinic.verify.base import read_pinned
+
+    raw = read_pinned(path, sha256, "cross-encoder weights", "train-cross", "verify/cross.py")
 
     with np.load(io.BytesIO(raw), allow_pickle=False) as z:
         return {k: z[k] for k in z.files}

@@ -3,11 +3,11 @@
 The weights (``weights/verifier-v1.json``, a few kB) are rebuilt by ``make train-verifier`` from CMRC2018 and
 HaluEval (licences allow training; see training/pairs.py) and checked against the sha256 below at load — a
 changed file is refused, not used. Inference is numpy: ~1 ms of features and ~45 ms of e5 a pair.
+``learned-cross`` adds the sufficiency cross-encoder (verify/cross.py) to the relevance head (opt-in).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from functools import lru_cache
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.errors import ModelError
-from ragclinic.verify.base import VERIFIERS, Verdict, task_name
+from ragclinic.verify.base import VERIFIERS, Verdict, read_pinned, task_name
 from ragclinic.verify.features import NAMES, Features, extract
 from ragclinic.verify.training.fit import Head
 
@@ -31,17 +31,7 @@ def weights_path() -> Path:
 
 
 def load_heads(path: Path, sha256: str | None) -> tuple[dict[str, Head], dict]:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ModelError(f"verifier weights {path} cannot be read ({e}); reinstall ragclinic or run "
-                         f"make train-verifier") from e
-    digest = hashlib.sha256(raw).hexdigest()
-    if sha256 is not None and digest != sha256:
-        raise ModelError(f"verifier weights {path} have sha256 {digest}, expected {sha256}: the file was changed "
-                         f"or damaged; reinstall ragclinic (or, after make train-verifier, update SHA256 in "
-                         f"verify/learned.py)")
-    doc = json.loads(raw)
+    doc = json.loads(read_pinned(path, sha256, "verifier weights", "train-verifier", "verify/learned.py"))
     if doc.get("features") != list(NAMES):
         raise ModelError(f"verifier weights {path} were trained on other features than this version computes; "
                          f"run make train-verifier")
