@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("--cmrc", type=Path, required=True)
     ap.add_argument("--kb", type=Path, required=True)
     ap.add_argument("--split", default="test")
+    ap.add_argument("--verifier", default="learned", help="the verifier that reranks (learned | learned-cross)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     data = load(f"squad:{a.cmrc}")
@@ -39,10 +40,10 @@ def main() -> None:
                                       qrels={q: r for q, r in rs.qrels.items() if q in keep}))
     kb = KnowledgeBase.open(Settings.load(a.kb, llm="none"), create=True)
     try:
-        result = run_retrieval(data, kb, corpus, rerank=True, judge=create_verifier("learned"))
+        result = run_retrieval(data, kb, corpus, rerank=True, judge=create_verifier(a.verifier))
     finally:
         kb.close()
-    result["split"] = a.split
+    result["split"], result["verifier"] = a.split, a.verifier
     emit(result, a.out)
 
 

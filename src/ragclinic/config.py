@@ -143,6 +143,9 @@ class Settings(BaseSettings):
                                               "cross-encoder, ~0.1-0.2 s a passage), llm (P(yes) from the language "
                                               "model's logits, ~1 s a passage) or lexical (word overlap).")
     generator: str = Field("llm", description="llm, or extractive (best-supported sentences, no model).")
+    context_select: bool = Field(True, description="Show the generator each passage's answer-bearing sentences and "
+                                                   "their neighbours, and not the passages the verifier ruled out "
+                                                   "(fewer prompt tokens; the trace keeps the full passages).")
     extractive_sentences: int = Field(2, ge=1, le=10)
     gate_threshold_lexical: float = Field(0.5, ge=0, le=1, description="Evidence needed to answer (lexical score).")
     gate_threshold_judge: Optional[float] = Field(

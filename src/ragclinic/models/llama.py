@@ -54,14 +54,17 @@ class LlamaModel:
         self._memo: OrderedDict[tuple, object] = OrderedDict()
         self._memo_lock = threading.Lock()  # not the call lock: a recall need not wait for a running call
         self.memo_hits = 0
+        self.prefix_hits = self.prefix_tokens_reused = 0  # system turns reused from the KV cache (see _prime)
 
-    # _fresh_state: every call starts from an empty KV cache. llama.cpp would otherwise reuse the longest
-    # common prefix with the previous call, which changes how the prompt is batched and so the floating-point
-    # result: the same question could get another greedy answer (or judge score) depending on what was asked
-    # before. Our calls share little more than the system message, so the reuse saved almost nothing.
-    # Because every call starts fresh, a greedy call's result is a function of its prompt alone: the last
-    # MEMO results are kept and an identical call (the doctor's re-runs repeat the gate's and the claim
-    # checks' calls on unchanged passages) is answered from them — the same result, without the ~2-10 s.
+    # _fresh_state: a call's result must be a function of its prompt alone (greedy answers and judge scores
+    # must not depend on what was asked before). llama.cpp's own prefix reuse (the longest common prefix with
+    # the previous call) breaks that: where the reused part ends decides how the rest is batched, and the
+    # batching changes the floating-point result. So every prompt is evaluated in the same two segments —
+    # the system turn, then the rest — whether or not the first is still in the KV cache: the system turn's
+    # KV state is kept between calls and reused only at that boundary, and the rest is always evaluated from
+    # it the same way (tests/test_llama_prefix.py: a reused prefix gives exactly a fresh cache's output).
+    # The last MEMO results are also kept, so an identical call (the doctor's re-runs repeat the claim checks'
+    # calls on unchanged passages) is answered from them — the same result, without the ~2-10 s.
 
     def _prompt(self, messages: Sequence[Message]) -> str:
         return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
@@ -82,8 +85,8 @@ class LlamaModel:
                 on_token(hit.text)
             return hit
         with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
-            self._llm.reset()  # see _fresh_state
-            stream = self._llm.create_completion(prompt, max_tokens=max_tokens, temperature=temperature,
+            tokens = self._prime(messages, prompt)  # see _fresh_state
+            stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
                                                  top_k=1 if temperature == 0 else 40, stop=self._stop,
                                                  stream=True)
             pieces, finish = [], "stop"
@@ -113,8 +116,8 @@ class LlamaModel:
             return scores
 
         with self._lock, native("llama.cpp", "next-token probabilities"):
-            self._llm.reset()  # see _fresh_state
-            self._llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
+            tokens = self._prime(messages, prompt)  # see _fresh_state
+            self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
         if not captured:
             raise ModelError("the model produced no logits")
         logits = captured[0]
@@ -125,6 +128,37 @@ class LlamaModel:
         probs = {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
         self._keep(key, dict(probs))
         return probs
+
+    def _prime(self, messages: Sequence[Message], prompt: str) -> list[int]:
+        """The prompt's tokens, with the KV cache holding exactly its system turn (reused when the previous
+        call had the same one, else evaluated alone) and nothing after it; the caller's completion then
+        evaluates the rest as one segment. Without a system turn the cache starts empty."""
+        tokens = self._llm.tokenize(prompt.encode("utf-8"), special=True)
+        cut = self._system_cut(messages, prompt, tokens)
+        llm = self._llm
+        if cut and llm.n_tokens >= cut and list(llm.input_ids[:cut]) == tokens[:cut]:
+            llm.n_tokens = cut  # the next eval removes the KV entries past the system turn
+            self.prefix_hits += 1
+            self.prefix_tokens_reused += cut
+            return tokens
+        llm.reset()
+        if cut:
+            llm.eval(tokens[:cut])
+        return tokens
+
+    def _system_cut(self, messages: Sequence[Message], prompt: str, tokens: list[int]) -> int:
+        """How many of the prompt's tokens are its system turn (up to where the next message's text starts),
+        0 when it has none or the boundary does not fall between two tokens."""
+        if len(messages) < 2 or messages[0].role != "system":
+            return 0
+        marker = "\x00ragclinic-cut\x00"
+        probe = self._prompt([messages[0], Message(messages[1].role, marker)] + list(messages[2:]))
+        at = probe.find(marker)
+        if at <= 0 or prompt[:at] != probe[:at]:
+            return 0
+        head = self._llm.tokenize(prompt[:at].encode("utf-8"), special=True)
+        n = len(head)
+        return n if 0 < n < len(tokens) and tokens[:n] == head else 0
 
     def _recall(self, key: tuple):
         with self._memo_lock:

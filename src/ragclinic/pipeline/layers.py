@@ -12,6 +12,7 @@ from typing import Any
 
 from ragclinic.pipeline.gate import decide
 from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
+from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import attribute_citations, declines
 from ragclinic.pipeline.generate.citations import answer_sentences
@@ -132,6 +133,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
            "completion_tokens": sum(x.completion_tokens for x in drafts)}
+    if d.route == "answer" and (shown := _selection(ctx, state, passages)) is not None:
+        out["context"] = shown.to_json()  # what the generator was shown (the gate's span has the passages whole)
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
@@ -188,8 +191,10 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
         if ctx.on_token:
             ctx.on_token(state.draft)
     else:
+        shown = _selection(ctx, state, passages)
         draft = ctx.generator.generate(GenerateInput(q, tuple(passages), d, state.conflicts, r.sub_questions,
-                                                     r.show_relevance, r.prompt_variant), ctx.on_token)
+                                                     r.show_relevance, r.prompt_variant,
+                                                     shown.excerpts if shown else None), ctx.on_token)
     drafts.append(draft)
     text = tidy_citations(draft.text)
     text, rephrased = rewrite_source_talk(text, answer_sentences, {p.n for p in passages})
@@ -201,6 +206,17 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
     if draft.finish_reason == "length":
         flags.append("truncated: the answer hit llm_max_tokens")
     return text, draft.generator
+
+
+def _selection(ctx, state: AskState, passages):
+    """Context selection (generate/select.py) for a model generator, when on; None = the passages whole."""
+    from ragclinic.models.judge import relevance_threshold
+
+    s = ctx.settings
+    if not s.context_select or state.request.show_relevance or getattr(ctx.generator, "name", "") != "llm":
+        return None
+    threshold = relevance_threshold(ctx.judge, s.gate_threshold_judge) if ctx.judge is not None else None
+    return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts)
 
 
 def _again(ctx, state: AskState, passages, drafts: list[Draft], variant: int, why: str):

@@ -20,6 +20,7 @@ class GenerateInput:
     sub_questions: tuple[str, ...] = ()  # answer each (a compound question, or readings of an ambiguous one)
     show_relevance: bool = False  # show each passage's evidence score in the prompt
     variant: int = 0  # prompt variant (0 = standard; the doctor's voting tries others)
+    excerpts: tuple[tuple[int, str], ...] | None = None  # (n, text shown) from context selection; None = all, whole
 
 
 @dataclass(frozen=True)

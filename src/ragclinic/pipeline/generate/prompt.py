@@ -30,10 +30,14 @@ def build_messages(inp: GenerateInput) -> list[Message]:
         lines[1:1] = ["Answer each part separately, citing passages for each:"] + [
             f"({i}) {q}" for i, q in enumerate(inp.sub_questions, start=1)] + [""]
     order = sorted(inp.passages, key=lambda p: -p.support) if inp.variant == 2 else inp.passages
+    shown = dict(inp.excerpts) if inp.excerpts is not None else None
     for p in order:
+        if shown is not None and p.n not in shown:
+            continue  # ruled out by context selection
         title = f" ({p.doc.title})" if p.doc.title else ""
         rel = f" relevance {p.support:.2f}" if inp.show_relevance else ""
-        lines += [f"Passage [{p.n}]{title}{rel}:", " ".join(p.chunk.text.split()), ""]
+        text = shown[p.n] if shown is not None else " ".join(p.chunk.text.split())
+        lines += [f"Passage [{p.n}]{title}{rel}:", text, ""]
     notes = []
     for c in inp.conflicts:
         a, b = number_of(inp.passages, c.chunk_a), number_of(inp.passages, c.chunk_b)

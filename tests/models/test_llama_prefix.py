@@ -1,0 +1,76 @@
+"""No token processed twice, deterministically: the system turn's KV state is reused between calls, and a
+call that reuses it gives exactly what the same call gives from an empty cache (greedy text, next-token
+probabilities), with the real local-small model."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragclinic.config import Settings
+from ragclinic.models.llm import Message
+
+pytestmark = pytest.mark.slow
+
+SYSTEM = "Answer the question using only the passages. Answer in one sentence and cite the passage number."
+ASK = [Message("system", SYSTEM),
+       Message("user", "Passage [1]: Duration measures how much a bond price moves when rates change.\n"
+                       "Question: What does duration measure?")]
+OTHER = [Message("system", SYSTEM),
+         Message("user", "Passage [1]: The coupon is the yearly interest a bond pays, as a share of its face "
+                         "value.\nQuestion: What is a coupon?")]
+ELSE = [Message("system", "You are a terse assistant."), Message("user", "Say hello.")]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from ragclinic.models.llama import LlamaModel
+    from ragclinic.models.weights import WEIGHTS
+
+    s = Settings.load(tmp_path_factory.mktemp("kb") / "kb", llm="local-small", llm_n_ctx=2048,
+                      llm_isolation="inline")
+    return LlamaModel(WEIGHTS["local-small"], s)
+
+
+def _fresh(model, call):
+    """The call with nothing reusable in the cache (another system turn ran last) and no remembered result."""
+    model._memo.clear()
+    model.chat(ELSE, max_tokens=4)
+    model._memo.clear()
+    hits = model.prefix_hits
+    out = call()
+    assert model.prefix_hits == hits, "the fresh call must not have reused a prefix"
+    return out
+
+
+def _reused(model, call):
+    """The call right after another question with the same system turn: its KV state is reused."""
+    model._memo.clear()
+    model.chat(OTHER, max_tokens=12)
+    model._memo.clear()
+    hits = model.prefix_hits
+    out = call()
+    assert model.prefix_hits == hits + 1, "the call should have reused the system turn"
+    return out
+
+
+def test_a_reused_system_turn_gives_exactly_the_fresh_greedy_answer(model):
+    fresh = _fresh(model, lambda: model.chat(ASK, max_tokens=32))
+    reused = _reused(model, lambda: model.chat(ASK, max_tokens=32))
+    assert reused == fresh
+    assert fresh.completion_tokens > 0 and fresh.prompt_tokens > 0
+
+
+def test_a_reused_system_turn_gives_exactly_the_fresh_probabilities(model):
+    fresh = _fresh(model, lambda: model.next_token_probs(ASK, ["yes", "no"]))
+    reused = _reused(model, lambda: model.next_token_probs(ASK, ["yes", "no"]))
+    assert reused == fresh
+
+
+def test_the_system_turn_boundary_is_where_the_user_text_starts(model):
+    prompt = model._prompt(ASK)
+    tokens = model._llm.tokenize(prompt.encode("utf-8"), special=True)
+    cut = model._system_cut(ASK, prompt, tokens)
+    assert 0 < cut < len(tokens)
+    head = model._llm.detokenize(tokens[:cut]).decode("utf-8")
+    assert SYSTEM in head and "Duration" not in head
+    assert model._system_cut([Message("user", "hi")], model._prompt([Message("user", "hi")]), tokens) == 0
