@@ -143,6 +143,12 @@ class Settings(BaseSettings):
                                               "cross-encoder, ~0.1-0.2 s a passage), llm (P(yes) from the language "
                                               "model's logits, ~1 s a passage) or lexical (word overlap).")
     generator: str = Field("llm", description="llm, or extractive (best-supported sentences, no model).")
+    answer_cache: bool = Field(True, description="Answer a repeated or near-identical question from the answer it "
+                                                 "got before (same knowledge base version, scope, language and "
+                                                 "settings; ask --no-cache: off).")
+    answer_cache_threshold: float = Field(0.95, ge=0.5, le=1.0, description="e5 cosine at which a question counts "
+                                          "as near-identical (with the same content terms, numbers and question word; "
+                                          "bench/RESULTS.md).")
     context_select: bool = Field(True, description="Show the generator each passage's answer-bearing sentences and "
                                                    "their neighbours, and not the passages the verifier ruled out "
                                                    "(fewer prompt tokens; the trace keeps the full passages).")

@@ -289,6 +289,16 @@ class Answer:
     flags: tuple[str, ...] = ()  # violation phrases, invalid citations, fallbacks
     trace_id: str = ""
 
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Answer":
+        """The inverse of ``to_json`` (a cached answer printed again)."""
+        cites = tuple(Citation(c["n"], c["chunk_id"], c["doc_id"], c["text"], c.get("path", ""), c.get("title", ""))
+                      for c in d.get("citations", ()))
+        claims = tuple(Claim(**{**c, "cited": tuple(c.get("cited", ()))}) for c in d.get("claims", ()))
+        return Answer(d["answer"], d["route"], d.get("question_type", ""), bool(d.get("refused")), cites, claims,
+                      float(d.get("confidence", 0.0)), d.get("generator", ""), tuple(d.get("flags", ())),
+                      d.get("trace_id", ""))
+
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic ask --json` contract (extended, never renamed)."""
         return {"answer": self.text, "refused": self.refused, "route": self.route,

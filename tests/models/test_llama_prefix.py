@@ -56,8 +56,10 @@ def _reused(model, call):
 def test_a_reused_system_turn_gives_exactly_the_fresh_greedy_answer(model):
     fresh = _fresh(model, lambda: model.chat(ASK, max_tokens=32))
     reused = _reused(model, lambda: model.chat(ASK, max_tokens=32))
-    assert reused == fresh
+    assert (reused.text, reused.prompt_tokens, reused.completion_tokens, reused.finish_reason) == (
+        fresh.text, fresh.prompt_tokens, fresh.completion_tokens, fresh.finish_reason)
     assert fresh.completion_tokens > 0 and fresh.prompt_tokens > 0
+    assert fresh.prompt_reused == 0 and 0 < reused.prompt_reused < reused.prompt_tokens
 
 
 def test_a_reused_system_turn_gives_exactly_the_fresh_probabilities(model):

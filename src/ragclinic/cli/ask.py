@@ -15,6 +15,7 @@ from ragclinic.cli.main import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.config import Settings
 from ragclinic.doctor import Doctor, DoctorResult
+from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.pipeline.runner import Pipeline, load_language_model
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Answer
@@ -32,6 +33,8 @@ DoctorOption = typer.Option(None, "--doctor/--no-doctor", show_default=False,
 InteractiveOption = typer.Option(False, "--interactive", "-i",
                                  help="An ambiguous question is answered with a clarifying question; your reply is "
                                       "asked together with the question.")
+NoCacheOption = typer.Option(False, "--no-cache", help="Neither answer from the answer cache nor add to it (a "
+                             "repeated or near-identical question is otherwise answered from it, marked cached).")
 RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
                             help="Judge-rerank the top hits (slower, more precise).")
 
@@ -55,6 +58,7 @@ def ask_cmd(
     rerank: Optional[bool] = RerankOption,
     doctor: Optional[bool] = DoctorOption,
     interactive: bool = InteractiveOption,
+    no_cache: bool = NoCacheOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer a question from the knowledge base, citing passages as \\[n].
@@ -69,7 +73,11 @@ def ask_cmd(
     pairs = parse_pairs(scope, "--scope")
     pipe = _pipeline(kb, llm, quiet=json_out)
     use_doctor = pipe.settings.doctor if doctor is None else doctor
+    overridden = no_cache or interactive or top_k is not None or rerank is not None  # not what the key holds
+    cache = AnswerCacheFront(pipe, enabled=False if overridden else None, warn=None if json_out else _warn)
     try:
+        if (hit := cache.lookup(question, pairs, use_doctor)) is not None:
+            return _print_cached(hit, json_out)
         stream = None if json_out or not sys.stdout.isatty() else _printer()
         if not use_doctor:
             state, _ = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
@@ -77,10 +85,12 @@ def ask_cmd(
         else:
             result = _doctor_ask(pipe, question, pairs, top_k, rerank, stream, interactive and not json_out)
             answer = result.answer
+        payload = cache.keep(question, pairs, use_doctor, result.to_json() if result else answer.to_json())
     finally:
+        cache.close()
         pipe.kb.close()
     if json_out:
-        print_json(result.to_json() if result else answer.to_json())
+        print_json(payload)
         return
     if stream is None:
         out.print(escape(answer.text), highlight=False)
@@ -91,6 +101,22 @@ def ask_cmd(
     print_sources(answer)
     if result is not None:
         print_repairs(result)
+
+
+def _warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {escape(message)}")
+
+
+def _print_cached(hit: dict, json_out: bool) -> None:
+    if json_out:
+        print_json(hit)
+        return
+    answer = Answer.from_json(hit)
+    out.print(escape(answer.text), highlight=False)
+    print_sources(answer)
+    c = hit["cache"]
+    err.print(f"[dim]cached: the answer to {escape(repr(c['question']))} (similarity {c['similarity']:.2f}, "
+              f"{c['ms']:.0f} ms; --no-cache to ask again)[/]")
 
 
 def _doctor_ask(pipe: Pipeline, question: str, pairs, top_k, rerank, stream, interactive: bool) -> DoctorResult:

@@ -11,6 +11,7 @@ import atexit
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from collections.abc import Sequence
 
 import numpy as np
@@ -83,9 +84,9 @@ class LlamaModel:
         if temperature == 0 and (hit := self._recall(key)) is not None:
             if on_token and hit.text:
                 on_token(hit.text)
-            return hit
+            return replace(hit, prompt_reused=n_prompt)
         with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
-            tokens = self._prime(messages, prompt)  # see _fresh_state
+            tokens, reused = self._prime(messages, prompt)  # see _fresh_state
             stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
                                                  top_k=1 if temperature == 0 else 40, stop=self._stop,
                                                  stream=True)
@@ -98,7 +99,7 @@ class LlamaModel:
                         on_token(choice["text"])
                 finish = choice.get("finish_reason") or finish
         text = "".join(pieces)
-        done = Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish)
+        done = Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish, reused)
         if temperature == 0:
             self._keep(key, done)
         return done
@@ -116,7 +117,7 @@ class LlamaModel:
             return scores
 
         with self._lock, native("llama.cpp", "next-token probabilities"):
-            tokens = self._prime(messages, prompt)  # see _fresh_state
+            tokens, _ = self._prime(messages, prompt)  # see _fresh_state
             self._llm.create_completion(tokens, max_tokens=1, temperature=0.0, top_k=1, logits_processor=[capture])
         if not captured:
             raise ModelError("the model produced no logits")
@@ -129,10 +130,10 @@ class LlamaModel:
         self._keep(key, dict(probs))
         return probs
 
-    def _prime(self, messages: Sequence[Message], prompt: str) -> list[int]:
-        """The prompt's tokens, with the KV cache holding exactly its system turn (reused when the previous
-        call had the same one, else evaluated alone) and nothing after it; the caller's completion then
-        evaluates the rest as one segment. Without a system turn the cache starts empty."""
+    def _prime(self, messages: Sequence[Message], prompt: str) -> tuple[list[int], int]:
+        """The prompt's tokens and how many of them were reused: the KV cache then holds exactly the system
+        turn (kept from the previous call when it had the same one, else evaluated alone) and nothing after
+        it; the caller's completion evaluates the rest as one segment. Without a system turn it starts empty."""
         tokens = self._llm.tokenize(prompt.encode("utf-8"), special=True)
         cut = self._system_cut(messages, prompt, tokens)
         llm = self._llm
@@ -140,11 +141,11 @@ class LlamaModel:
             llm.n_tokens = cut  # the next eval removes the KV entries past the system turn
             self.prefix_hits += 1
             self.prefix_tokens_reused += cut
-            return tokens
+            return tokens, cut
         llm.reset()
         if cut:
             llm.eval(tokens[:cut])
-        return tokens
+        return tokens, 0
 
     def _system_cut(self, messages: Sequence[Message], prompt: str, tokens: list[int]) -> int:
         """How many of the prompt's tokens are its system turn (up to where the next message's text starts),

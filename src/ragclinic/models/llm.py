@@ -27,6 +27,7 @@ class Completion:
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str  # "stop", "length", "error"
+    prompt_reused: int = 0  # prompt tokens not evaluated again (a kept KV prefix, or a remembered identical call)
 
 
 @runtime_checkable

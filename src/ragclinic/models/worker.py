@@ -57,7 +57,7 @@ def answer(model: LanguageModel, req: dict, on_token=None):
         done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
                                       temperature=req.get("temperature", 0.0),
                                       on_token=on_token if req.get("stream") else None)
-        return [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason]
+        return [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
     if op == "probs":
         return model.next_token_probs(_messages(req["messages"]), req["candidates"])
     if op == "count":

@@ -39,6 +39,7 @@ class ModelCall:
     completion_tokens: int
     duration_ms: float
     params: dict[str, Any] = field(default_factory=dict)
+    prompt_reused: int = 0  # prompt tokens the model did not evaluate again (kept KV prefix, remembered call)
 
 
 @dataclass(frozen=True)

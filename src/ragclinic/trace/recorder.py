@@ -55,14 +55,14 @@ class RecordingModel:
         if (old := self._take(key)) is not None:
             if on_token and old.output:
                 on_token(old.output)
-            done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop")
+            done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop", old.prompt_tokens)
             model_id = old.model_id
         else:
             done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
             model_id = self.lm.model_id
         self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
                       prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
-                      duration_ms=_ms(t0), params=params)
+                      duration_ms=_ms(t0), params=params, prompt_reused=done.prompt_reused)
         return done
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

@@ -89,7 +89,9 @@ def _item_kb(tmp: Path, docs: tuple[str, ...], base_settings):
     return kb
 
 
-def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
+def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None) -> dict[str, Any]:
+    """One arm's row; with ``trace`` (the run's own) also its prompt tokens — given, and evaluated (not a
+    reused KV prefix or a remembered call) — and the time to the first streamed token."""
     claims = answer.claims
     cited = [c for c in claims if c.cited]
     return {"answer": answer.text, "refused": answer.refused,
@@ -99,7 +101,28 @@ def _arm(answer, case: Case, ms: float, calls: int) -> dict[str, Any]:
             "conflict_stated": any(w in answer.text for w in ("disagree", "分歧")),
             "claims": len(claims), "unsupported": sum(c.verdict in ("unsupported", "contradicted") for c in claims),
             "cited": len(cited), "cited_ok": sum(c.verdict == "supported" for c in cited), "ms": round(ms, 1),
-            "lm_calls": calls, "trace_id": answer.trace_id}
+            "lm_calls": calls, "trace_id": answer.trace_id, **_tokens(trace, ttft)}
+
+
+def _tokens(trace, ttft: float | None) -> dict[str, Any]:
+    if trace is None:
+        return {}
+    given = sum(c.prompt_tokens for c in trace.model_calls)
+    out = {"prompt_tokens": given, "prompt_evaluated": given - sum(c.prompt_reused for c in trace.model_calls)}
+    if ttft is not None:
+        out["ttft_ms"] = round(ttft, 1)
+    return out
+
+
+class _FirstToken:
+    """An on_token callback that notes when the first piece of the answer arrived."""
+
+    def __init__(self) -> None:
+        self.t0, self.at = time.perf_counter(), None
+
+    def __call__(self, piece: str) -> None:
+        if self.at is None and piece.strip():
+            self.at = (time.perf_counter() - self.t0) * 1000
 
 
 def case_dir(key: str) -> str:
@@ -157,18 +180,22 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
         try:
             pipe = Pipeline(kb, lm=lm)
             t0 = time.perf_counter()
+            first = _FirstToken()
             if doctor:
-                res = Doctor(pipe).ask(case.asked)
+                res = Doctor(pipe).ask(case.asked, on_token=first)
                 total = (time.perf_counter() - t0) * 1000
-                base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls))
+                base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls), res.trace, first.at)
                 doc = _arm(res.answer, case, total, len(res.trace.model_calls) + res.summary["lm_calls"])
                 doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
+                if first.at is not None:
+                    doc["ttft_ms"] = round(first.at, 1)  # the answer streams before the examination
                 extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
                          "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
                          "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
             else:
-                state, trace = pipe.ask(case.asked)
-                base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls)), None, {}
+                state, trace = pipe.ask(case.asked, on_token=first)
+                base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls), trace,
+                                        first.at), None, {}
         finally:
             if kb is not shared_kb:
                 kb.close()
@@ -227,6 +254,9 @@ def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
         "p50_ms": round(statistics.median(x["ms"] for x in rs), 1) if rs else None,
         "lm_calls_per_item": round(statistics.mean(x["lm_calls"] for x in rs), 2) if rs else None,
     }
+    for k in ("prompt_tokens", "prompt_evaluated", "ttft_ms"):  # medians where the arm reports them
+        if vals := [x[k] for x in rs if x.get(k) is not None]:
+            out[f"p50_{k}" if k != "ttft_ms" else "p50_ttft_ms"] = round(statistics.median(vals), 1)
     for s in sorted({r["setting"] for r in rows} - {"default", "neg", "counterfactual"}):
         sub = [r[arm] for r in rows if r["setting"] == s and r.get(arm) and not r["expect_refusal"]]
         if sub:
