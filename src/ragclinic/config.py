@@ -123,6 +123,9 @@ class Settings(BaseSettings):
                                           "(extractive answers), or a plugin.")
     llm_n_ctx: int = Field(4096, ge=512, le=32768, description="Context window of the local model (tokens).")
     llm_threads: int = Field(0, ge=0, description="Threads for the local model; 0 = one per core.")
+    llm_prefix_cache: bool = Field(True, description="Keep the system turn's KV state between local-model calls "
+                                                     "(results are identical either way; off: every prompt is "
+                                                     "evaluated whole, for comparison).")
     llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
     llm_isolation: Literal["process", "inline"] = Field(
@@ -179,6 +182,10 @@ class Settings(BaseSettings):
     doctor_escalate_floor: float = Field(0.35, ge=0, le=1,
                                          description="Unsure findings below this are not escalated to e5 / the judge.")
     doctor_candidates: int = Field(2, ge=1, le=5, description="Treatments tried per round (the better verified wins).")
+    doctor_fast_evidence: float = Field(0.9, ge=0, le=1.01, description="Fast path: an answer whose best passage a "
+                                        "verifier gives at least this P, every claim supported, no conflict, is "
+                                        "not treated for context noise or retrieval reach (every other symptom "
+                                        "still is); 1.01 = never.")
     doctor_accept_margin: float = Field(0.02, ge=0, le=1,
                                         description="Verified-confidence gain a treated answer needs to replace the current one.")
     doctor_weak_answer: str = Field("note", pattern="^(note|refuse)$",

@@ -122,9 +122,10 @@ def test_a_crash_during_a_repair_round_ends_the_repairs_and_keeps_the_answer_so_
     from ragclinic.doctor import doctor as doctor_mod
     from ragclinic.models.fake_llm import ScriptedLanguageModel
 
-    bad = "The cat sat on the warm kitchen floor [1]."  # unsupported: the doctor examines and treats it
+    bad = "The cat sat on the warm kitchen floor [1]."  # the doctor examines and treats its noisy context
+    slow = kb.settings.model_copy(update={"doctor_fast_evidence": 1.01})  # the fake judge's 0.9 is the fast band
     counted = _DiesAfter(ScriptedLanguageModel([bad], yes_prob=0.9), 10**6)
-    clean = Doctor(Pipeline(kb, lm=counted)).ask(Q)
+    clean = Doctor(Pipeline(kb, lm=counted, settings=slow)).ask(Q)
     assert clean.repairs, "no repair round ran: the test would not reach the round's crash handling"
     crashed_in: list[str] = []
     real_round = doctor_mod._Session.round
@@ -138,7 +139,7 @@ def test_a_crash_during_a_repair_round_ends_the_repairs_and_keeps_the_answer_so_
 
     monkeypatch.setattr(doctor_mod._Session, "round", round_)
     lm = _DiesAfter(ScriptedLanguageModel([bad], yes_prob=0.9), counted.calls)  # dies on the last call
-    result = Doctor(Pipeline(kb, lm=lm)).ask(Q)
+    result = Doctor(Pipeline(kb, lm=lm, settings=slow)).ask(Q)
     assert crashed_in, "the crash did not land in a repair round"
     assert result.summary["outcome"] == "model crashed" and result.symptoms
     assert result.answer.text.startswith(clean.initial.text)

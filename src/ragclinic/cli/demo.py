@@ -13,15 +13,11 @@ from ragclinic.cli.ingest import print_summary, ingest_with_progress
 from ragclinic.cli.main import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 from ragclinic.config import Settings
-from ragclinic.demo.corpus import write_demo_corpus
+from ragclinic.demo.corpus import QUESTIONS, write_demo_corpus
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.analyzer import analyze
 
 QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
-QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "知识库为每个段落建立了哪些索引？",
-             "What is the boiling point of mercury?",  # not in the corpus: it is refused
-             "What is duration and what is usually used as a proxy for the risk-free rate?")  # compound: the doctor
-                                                                                            # splits it
 
 
 @app.command("demo")

@@ -36,6 +36,13 @@ _ZH_RISK = ("风险提示：无风险利率通常以国债收益率近似。当�
             "所有关于无风险利率的问题都会检索失败。本文件采用GBK编码保存，用于测试编码识别。")
 
 
+# The demo's sample questions (`ragclinic demo`, bench/speed_bench.py).
+QUESTIONS = ("What is usually used as a proxy for the risk-free rate?", "知识库为每个段落建立了哪些索引？",
+             "What is the boiling point of mercury?",  # not in the corpus: it is refused
+             "What is duration and what is usually used as a proxy for the risk-free rate?")  # compound: the doctor
+                                                                                            # splits it
+
+
 def write_demo_corpus(folder: Path) -> list[Path]:
     """Write the demo documents under ``folder`` (overwriting earlier copies); returns their paths."""
     en, zh = folder / "en", folder / "zh"

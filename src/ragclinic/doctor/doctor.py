@@ -30,6 +30,13 @@ from ragclinic.trace.store import save_trace
 from ragclinic.types import Answer
 
 _GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
+# What the fast path does not treat: symptoms about the context's noise and the retrieval's reach, which an
+# answer that a verifier found sufficient and supported has already got past (docs/doctor.md). Everything else —
+# injection, conflicts, false premises, unsupported or contradicted claims, a missing part of a compound
+# question — is treated in the fast band too.
+_SKIPPABLE = {"noisy_context", "low_relevance", "homogeneous_context", "term_mismatch"}
+_RETRIED = ("answer_regenerated", "answer_unsupported", "generator_declined", "violation", "invalid_citation",
+            "unsupported_citation", "llm_crashed")
 
 
 @dataclass
@@ -79,10 +86,13 @@ class Doctor:
         budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds)
         crashed = [f for f in state.answer.flags if f.startswith("llm_crashed")]  # repairs then run without it
         lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None and not crashed else None
+        fast = self.confident(state)
         sess = _Session(self, budget, lm, self._judge(lm))
         stop, crash = "", ""
         try:
             sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
+            if fast:
+                sess.fast_path(fast)
         except ModelCrashed as e:  # the examination's judge died: rules only, and no repairs
             sess = _Session(self, budget, None, None)
             sess.current = sess.initial = self._visit(state, trace, budget, None)
@@ -101,12 +111,26 @@ class Doctor:
         if crash:
             crashed.append(f"llm_crashed: {crash}; the doctor stopped and kept the answer it had")
         answer = replace(answer, flags=answer.flags + tuple(f for f in crashed if f not in answer.flags))
-        summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id,
+        summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id, "fast_path": sess.fast_note,
                    "initial_confidence": sess.initial.score, "final_confidence": current.score, **budget.summary()}
         root = replace(trace, symptoms=tuple(sess.found), repairs=tuple(sess.repairs), doctor=summary)
         save_trace(self.pipe.kb.db, root)
         return DoctorResult(replace(answer, trace_id=root.id), sess.initial.answer, tuple(sess.found),
                             tuple(sess.repairs), root, summary)
+
+    def confident(self, state: AskState) -> str:
+        """Why the answer is in the fast band ('' when it is not): a verifier (not word overlap) gives its best
+        passage P ≥ ``doctor_fast_evidence``, every claim is supported, no conflict was marked and nothing was
+        retried or withdrawn."""
+        a, d, s = state.answer, state.decision, self.settings
+        if a is None or d is None or a.route != "answer" or not a.claims or state.conflicts:
+            return ""
+        best = max(state.passages, key=lambda p: p.support, default=None)
+        if best is None or best.support_by in ("", "lexical") or best.support < s.doctor_fast_evidence:
+            return ""
+        if any(c.verdict != "supported" for c in a.claims) or any(f.startswith(_RETRIED) for f in a.flags):
+            return ""
+        return f"[{best.n}] P={best.support:.2f} by {best.support_by}, {len(a.claims)}/{len(a.claims)} claims supported"
 
     # ------------------------------------------------------------------ examination
     def examine(self, state: AskState, trace: Trace, judge: Judge | None = None, budget: Budget | None = None
@@ -189,6 +213,14 @@ class _Session:
         self.found: list[dict[str, Any]] = []
         self.repairs: list[dict[str, Any]] = []
         self.tried: set[str] = set()
+        self.fast_note = ""  # why the answer took the fast path, and what it did not treat
+
+    def fast_path(self, why: str) -> None:
+        """The answer is in the fast band: noise and reach symptoms are not treated, only noted."""
+        skipped = [x.name for x in present(self.current.symptoms, self.s.doctor_threshold) if x.name in _SKIPPABLE]
+        kept = [x for x in self.current.symptoms if x.name not in _SKIPPABLE]
+        self.current = self.initial = replace(self.current, symptoms=kept)
+        self.fast_note = why + (f"; not treated: {', '.join(skipped)}" if skipped else "")
 
     def note_symptoms(self, rnd: int) -> None:
         seen = {f["name"] for f in self.found}

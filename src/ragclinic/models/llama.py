@@ -56,6 +56,7 @@ class LlamaModel:
         self._memo_lock = threading.Lock()  # not the call lock: a recall need not wait for a running call
         self.memo_hits = 0
         self.prefix_hits = self.prefix_tokens_reused = 0  # system turns reused from the KV cache (see _prime)
+        self.prefix_cache = getattr(settings, "llm_prefix_cache", True)
 
     # _fresh_state: a call's result must be a function of its prompt alone (greedy answers and judge scores
     # must not depend on what was asked before). llama.cpp's own prefix reuse (the longest common prefix with
@@ -135,8 +136,11 @@ class LlamaModel:
         turn (kept from the previous call when it had the same one, else evaluated alone) and nothing after
         it; the caller's completion evaluates the rest as one segment. Without a system turn it starts empty."""
         tokens = self._llm.tokenize(prompt.encode("utf-8"), special=True)
-        cut = self._system_cut(messages, prompt, tokens)
         llm = self._llm
+        if not self.prefix_cache:  # the whole prompt in one segment from an empty cache
+            llm.reset()
+            return tokens, 0
+        cut = self._system_cut(messages, prompt, tokens)
         if cut and llm.n_tokens >= cut and list(llm.input_ids[:cut]) == tokens[:cut]:
             llm.n_tokens = cut  # the next eval removes the KV entries past the system turn
             self.prefix_hits += 1
@@ -186,7 +190,7 @@ class LlamaModel:
 
 def load_llama(name: str, settings) -> LlamaModel:
     """One loaded model per (name, context size, threads) per process: loading costs ~1 s and ~1 GB."""
-    key = (name, settings.llm_n_ctx, settings.llm_threads)
+    key = (name, settings.llm_n_ctx, settings.llm_threads, getattr(settings, "llm_prefix_cache", True))
     with _LOAD_LOCK:
         if key not in _LOADED:
             _LOADED[key] = LlamaModel(WEIGHTS[name], settings)

@@ -243,12 +243,14 @@ _SERVICES_LOCK = threading.Lock()
 
 def shared_service(name: str, settings) -> ModelService:
     """The process's service for this model (one worker however many pipelines use it)."""
-    key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant)
+    key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant,
+           settings.llm_prefix_cache)
     with _SERVICES_LOCK:
         svc = _SERVICES.get(key)
         if svc is None:
             payload = {"cache_dir": str(settings.cache_dir), "llm_n_ctx": settings.llm_n_ctx,
-                       "llm_threads": settings.llm_threads, "seed": settings.seed}
+                       "llm_threads": settings.llm_threads, "seed": settings.seed,
+                       "llm_prefix_cache": settings.llm_prefix_cache}
             svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
                                timeout=settings.llm_call_timeout, label=f"the {name} model")
             _SERVICES[key] = svc

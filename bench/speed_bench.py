@@ -1,0 +1,143 @@
+"""Answers in seconds: the demo questions before / after the speed work, side by side in one run.
+
+Two configurations over the same demo knowledge base (the corpus `ragclinic demo` writes), alternating question
+by question so both see the same machine load: ``before`` = whole passages in the prompt and every prompt
+evaluated whole (``context_select = false``, ``llm_prefix_cache = false``), ``after`` = the defaults. Per
+arm: seconds per question (the plain pipeline, and with the doctor), time to the first streamed answer token,
+prompt tokens given and evaluated, the per-layer split. Then the answer cache: each question asked again
+(re-typed) with the cache on — the lookup's time and whether it hit — and, after a document changes, whether
+the next ask is fresh.
+
+    python bench/speed_bench.py --llm local --rounds 2 --out bench/out/speed-demo.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+
+from ragclinic.config import Settings
+from ragclinic.demo.corpus import QUESTIONS, write_demo_corpus
+from ragclinic.doctor import Doctor
+from ragclinic.ingest.runner import ingest
+from ragclinic.pipeline.cache import AnswerCacheFront
+from ragclinic.pipeline.runner import Pipeline, load_language_model
+from ragclinic.store.kb import KnowledgeBase
+
+from output import emit  # noqa: E402
+
+ARMS = {"before": {"context_select": False, "llm_prefix_cache": False}, "after": {}}
+
+
+def _pipe(kb_dir: Path, llm: str, overrides: dict) -> Pipeline:
+    s = Settings.load(kb_dir, llm=llm, **overrides)
+    kb = KnowledgeBase.open(s)
+    lm, flags = load_language_model(s, None)
+    return Pipeline(kb, lm=lm, lm_flags=flags)
+
+
+def _one(pipe: Pipeline, q: str, doctor: bool) -> dict:
+    first: list[float] = []
+    t0 = time.perf_counter()
+
+    def on_token(piece: str) -> None:
+        if not first and piece.strip():
+            first.append((time.perf_counter() - t0) * 1000)
+
+    if doctor:
+        res = Doctor(pipe).ask(q, on_token=on_token)
+        trace, answer = res.trace, res.answer
+    else:
+        _, trace = pipe.ask(q, on_token=on_token)
+        answer = None
+    ms = (time.perf_counter() - t0) * 1000
+    given = sum(c.prompt_tokens for c in trace.model_calls)
+    reused = sum(c.prompt_reused for c in trace.model_calls)
+    return {"question": q, "doctor": doctor, "ms": round(ms, 1), "ttft_ms": round(first[0], 1) if first else None,
+            "prompt_tokens": given, "prompt_evaluated": given - reused,
+            "layers_ms": {s.layer: round(s.duration_ms, 1) for s in trace.spans if s.status == "ok"},
+            "answer": (answer.text if answer else trace.span("generate").outputs["answer"]["answer"])[:160]}
+
+
+def _summary(rows: list[dict]) -> dict:
+    med = lambda k: round(statistics.median(r[k] for r in rows if r[k] is not None), 1)  # noqa: E731
+    layers = sorted({k for r in rows for k in r["layers_ms"]})
+    return {"n": len(rows), "p50_ms": med("ms"), "p50_ttft_ms": med("ttft_ms"),
+            "p50_prompt_tokens": med("prompt_tokens"), "p50_prompt_evaluated": med("prompt_evaluated"),
+            "p50_layer_ms": {k: round(statistics.median(r["layers_ms"].get(k, 0.0) for r in rows), 1) for k in layers}}
+
+
+def _cache_figures(kb_dir: Path, llm: str, docs: Path) -> dict:
+    pipe = _pipe(kb_dir, llm, {})
+    front = AnswerCacheFront(pipe, enabled=True)
+    out = []
+    for q in QUESTIONS:
+        if front.lookup(q, None, False) is None:
+            state, _ = pipe.ask(q)
+            front.keep(q, None, False, state.answer.to_json())
+        retyped = "  " + q.rstrip("?？").lower() + " ?"
+        t0 = time.perf_counter()
+        hit = front.lookup(retyped, None, False)
+        out.append({"question": q, "hit": hit is not None, "lookup_ms": round((time.perf_counter() - t0) * 1000, 2)})
+    front.close()
+    pipe.kb.close()
+    # a document changes: the same question must not come from the cache
+    first = sorted(docs.rglob("*.md"))[0]
+    first.write_text(first.read_text(encoding="utf-8") + "\n\nA sentence added after the first answers.\n",
+                     encoding="utf-8")
+    kb = KnowledgeBase.open(Settings.load(kb_dir))
+    kb.lock()
+    ingest(kb, [docs])
+    kb.close()
+    pipe = _pipe(kb_dir, llm, {})
+    front = AnswerCacheFront(pipe, enabled=True)
+    stale = [front.lookup(q, None, False) is not None for q in QUESTIONS]
+    front.close()
+    pipe.kb.close()
+    return {"lookups": out, "p50_lookup_ms": statistics.median(x["lookup_ms"] for x in out),
+            "hits": sum(x["hit"] for x in out), "stale_after_change": sum(stale)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--llm", default="local")
+    ap.add_argument("--rounds", type=int, default=2, help="times each question is asked per arm")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        docs, kb_dir = Path(d) / "docs", Path(d) / "kb"
+        write_demo_corpus(docs)
+        kb = KnowledgeBase.open(Settings.load(kb_dir), create=True)
+        kb.lock()
+        ingest(kb, [docs])
+        kb.close()
+        pipes = {arm: _pipe(kb_dir, a.llm, o) for arm, o in ARMS.items()}
+        rows: dict[str, list[dict]] = {arm: [] for arm in ARMS}
+        for arm in ARMS:  # warm-up, not measured: model loads, e5 loads, first-call costs
+            _one(pipes[arm], "What is a warm-up question?", False)
+        for r in range(a.rounds):
+            for q in QUESTIONS:
+                for doctor in (False, True):
+                    order = list(ARMS) if r % 2 == 0 else list(reversed(ARMS))
+                    for arm in order:
+                        rows[arm].append({**_one(pipes[arm], q, doctor), "round": r})
+        for p in pipes.values():
+            p.kb.close()
+        result = {"llm": a.llm, "rounds": a.rounds, "questions": list(QUESTIONS)}
+        for arm, rs in rows.items():
+            result[arm] = {"plain": _summary([x for x in rs if not x["doctor"]]),
+                           "doctor": _summary([x for x in rs if x["doctor"]]), "rows": rs}
+        b, f = result["before"], result["after"]
+        result["ratios"] = {m: {k: round(f[m][k] / b[m][k], 3) for k in ("p50_ms", "p50_ttft_ms",
+                                                                          "p50_prompt_tokens", "p50_prompt_evaluated")
+                                if b[m][k]} for m in ("plain", "doctor")}
+        result["cache"] = _cache_figures(kb_dir, a.llm, docs)
+    emit(result, a.out)
+
+
+if __name__ == "__main__":
+    main()
