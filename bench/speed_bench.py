@@ -1,14 +1,17 @@
 """Answers in seconds: the demo questions before / after the speed work, side by side in one run.
 
 Two configurations over the same demo knowledge base (the corpus `ragclinic demo` writes), alternating question
-by question so both see the same machine load: ``before`` = whole passages in the prompt and every prompt
-evaluated whole (``context_select = false``, ``llm_prefix_cache = false``), ``after`` = the defaults. Per
-arm: seconds per question (the plain pipeline, and with the doctor), time to the first streamed answer token,
-prompt tokens given and evaluated, the per-layer split. Then the answer cache: each question asked again
+by question so both see the same machine load: ``before`` = whole passages in the prompt, every prompt
+evaluated whole and no doctor fast path (``context_select = false``, ``llm_prefix_cache = false``,
+``doctor_fast_evidence = 1.01``), ``after`` = the defaults. Each arm has its own model worker, and each
+question is asked once per arm (a repeat would be answered from the model's memory of identical calls): the
+demo's four questions and eight more about its corpus. Per arm: seconds per question for the plain pipeline
+(the doctor's baseline run) and with the doctor, time to the first streamed answer token, prompt tokens
+given and evaluated, the per-layer split, the answers side by side. Then the answer cache: each question asked again
 (re-typed) with the cache on — the lookup's time and whether it hit — and, after a document changes, whether
 the next ask is fresh.
 
-    python bench/speed_bench.py --llm local --rounds 2 --out bench/out/speed-demo.json
+    python bench/speed_bench.py --llm local --out bench/out/speed-demo.json
 """
 
 from __future__ import annotations
@@ -30,7 +33,11 @@ from ragclinic.store.kb import KnowledgeBase
 
 from output import emit  # noqa: E402
 
-ARMS = {"before": {"context_select": False, "llm_prefix_cache": False}, "after": {}}
+ARMS = {"before": {"context_select": False, "llm_prefix_cache": False, "doctor_fast_evidence": 1.01}, "after": {}}
+MORE = ("What does the quality of the retrieval step bound?", "What happens to chunks that end in the middle of a "
+        "sentence?", "What is the yield of the 10-year treasury note?", "How long did questions about risk-free "
+        "rates fail?", "What is the default chunk_max_tokens?", "无风险利率通常以什么近似？", "诊断时应该怎样排查？",
+        "每次提问都会记录什么？")
 
 
 def _pipe(kb_dir: Path, llm: str, overrides: dict) -> Pipeline:
@@ -40,7 +47,8 @@ def _pipe(kb_dir: Path, llm: str, overrides: dict) -> Pipeline:
     return Pipeline(kb, lm=lm, lm_flags=flags)
 
 
-def _one(pipe: Pipeline, q: str, doctor: bool) -> dict:
+def _one(pipe: Pipeline, q: str) -> dict:
+    """One question with the doctor: the plain figures are its baseline run's (the root trace)."""
     first: list[float] = []
     t0 = time.perf_counter()
 
@@ -48,25 +56,23 @@ def _one(pipe: Pipeline, q: str, doctor: bool) -> dict:
         if not first and piece.strip():
             first.append((time.perf_counter() - t0) * 1000)
 
-    if doctor:
-        res = Doctor(pipe).ask(q, on_token=on_token)
-        trace, answer = res.trace, res.answer
-    else:
-        _, trace = pipe.ask(q, on_token=on_token)
-        answer = None
+    res = Doctor(pipe).ask(q, on_token=on_token)
     ms = (time.perf_counter() - t0) * 1000
+    trace = res.trace
     given = sum(c.prompt_tokens for c in trace.model_calls)
     reused = sum(c.prompt_reused for c in trace.model_calls)
-    return {"question": q, "doctor": doctor, "ms": round(ms, 1), "ttft_ms": round(first[0], 1) if first else None,
-            "prompt_tokens": given, "prompt_evaluated": given - reused,
+    return {"question": q, "plain_ms": round(trace.total_ms, 1), "doctor_ms": round(ms, 1),
+            "ttft_ms": round(first[0], 1) if first else None, "prompt_tokens": given, "prompt_evaluated": given - reused,
             "layers_ms": {s.layer: round(s.duration_ms, 1) for s in trace.spans if s.status == "ok"},
-            "answer": (answer.text if answer else trace.span("generate").outputs["answer"]["answer"])[:160]}
+            "doctor": res.summary["outcome"], "fast_path": res.summary.get("fast_path", ""),
+            "initial": res.initial.text[:200], "answer": res.answer.text[:200]}
 
 
 def _summary(rows: list[dict]) -> dict:
     med = lambda k: round(statistics.median(r[k] for r in rows if r[k] is not None), 1)  # noqa: E731
     layers = sorted({k for r in rows for k in r["layers_ms"]})
-    return {"n": len(rows), "p50_ms": med("ms"), "p50_ttft_ms": med("ttft_ms"),
+    return {"n": len(rows), "p50_plain_ms": med("plain_ms"), "p50_doctor_ms": med("doctor_ms"),
+            "p50_ttft_ms": med("ttft_ms"), "max_ttft_ms": max(r["ttft_ms"] or 0 for r in rows),
             "p50_prompt_tokens": med("prompt_tokens"), "p50_prompt_evaluated": med("prompt_evaluated"),
             "p50_layer_ms": {k: round(statistics.median(r["layers_ms"].get(k, 0.0) for r in rows), 1) for k in layers}}
 
@@ -105,7 +111,6 @@ def _cache_figures(kb_dir: Path, llm: str, docs: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llm", default="local")
-    ap.add_argument("--rounds", type=int, default=2, help="times each question is asked per arm")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -118,23 +123,19 @@ def main() -> None:
         pipes = {arm: _pipe(kb_dir, a.llm, o) for arm, o in ARMS.items()}
         rows: dict[str, list[dict]] = {arm: [] for arm in ARMS}
         for arm in ARMS:  # warm-up, not measured: model loads, e5 loads, first-call costs
-            _one(pipes[arm], "What is a warm-up question?", False)
-        for r in range(a.rounds):
-            for q in QUESTIONS:
-                for doctor in (False, True):
-                    order = list(ARMS) if r % 2 == 0 else list(reversed(ARMS))
-                    for arm in order:
-                        rows[arm].append({**_one(pipes[arm], q, doctor), "round": r})
+            _one(pipes[arm], "What is a warm-up question?")
+        questions = list(QUESTIONS) + list(MORE)
+        for i, q in enumerate(questions):
+            for arm in (list(ARMS) if i % 2 == 0 else list(reversed(ARMS))):
+                rows[arm].append(_one(pipes[arm], q))
         for p in pipes.values():
             p.kb.close()
-        result = {"llm": a.llm, "rounds": a.rounds, "questions": list(QUESTIONS)}
+        result = {"llm": a.llm, "questions": questions}
         for arm, rs in rows.items():
-            result[arm] = {"plain": _summary([x for x in rs if not x["doctor"]]),
-                           "doctor": _summary([x for x in rs if x["doctor"]]), "rows": rs}
+            result[arm] = {**_summary(rs), "rows": rs}
         b, f = result["before"], result["after"]
-        result["ratios"] = {m: {k: round(f[m][k] / b[m][k], 3) for k in ("p50_ms", "p50_ttft_ms",
-                                                                          "p50_prompt_tokens", "p50_prompt_evaluated")
-                                if b[m][k]} for m in ("plain", "doctor")}
+        result["ratios"] = {k: round(f[k] / b[k], 3) for k in ("p50_plain_ms", "p50_doctor_ms", "p50_ttft_ms",
+                                                             "p50_prompt_tokens", "p50_prompt_evaluated") if b[k]}
         result["cache"] = _cache_figures(kb_dir, a.llm, docs)
     emit(result, a.out)
 

@@ -117,12 +117,13 @@ def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
     if json_out:
         print_json(prof)
         return
-    t = Table("layer", "ms", "share", "model calls", "model ms", "prompt tok", "completion tok",
+    t = Table("layer", "ms", "share", "model calls", "model ms", "prompt tok", "reused", "completion tok",
               title=f"{prof['question'][:60]} · {prof['total_ms']:.0f} ms", box=None, padding=(0, 1))
     for r in prof["layers"]:
         bold = "[bold]" if r["layer"] == prof["dominant"] else ""
         t.add_row(f"{bold}{r['layer']}", f"{r['ms']:.0f}", f"{r['share']:.0%}", str(r["model_calls"]),
-                  f"{r['model_ms']:.0f}", str(r["prompt_tokens"]), str(r["completion_tokens"]))
+                  f"{r['model_ms']:.0f}", str(r["prompt_tokens"]), str(r.get("prompt_reused", 0)),
+                  str(r["completion_tokens"]))
     out.print(t)
     out.print(f"dominant layer: {prof['dominant']}")
     if "reruns" in prof:

@@ -83,3 +83,12 @@ def test_context_selection_can_be_turned_off(tmp_path):
         "What is the coupon of the 2031 note?")
     assert "context" not in trace.span("generate").outputs and "ladder" in next(m for k, m in lm.calls if k == "chat")[-1].content
     kb.close()
+
+
+def test_a_passage_holding_the_other_part_of_a_compound_question_is_never_dropped():
+    ps = [_p(1, "Treasury bills are the usual proxy for the risk-free rate.", 0.95),
+          _p(2, "The risk-free rate has no default risk.", 0.9),
+          _p(3, "Duration measures how much a bond price moves when rates change.", 0.05),
+          _p(4, "Coupons are paid twice a year.", 0.04)]
+    sel = select_context("What is duration and what is the usual proxy for the risk-free rate?", ps, threshold=0.2)
+    assert sel.dropped == (4,)

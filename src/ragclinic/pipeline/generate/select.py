@@ -7,7 +7,7 @@ verifier's features weigh them; a sentence holding something of the asked type â
 tie), the sentences either side of it (pronouns and "it" point back one sentence), and a second sentence when it
 scores nearly as well; short passages whole. Gaps are marked "â€¦". Passages dropped: those a (non-lexical)
 verifier scored below its own "answers" threshold, beyond the best ``keep_top`` ones, unless a conflict names
-them. Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
+them or they hold a question term no shown passage has (the other half of a compound question). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
 passages (the gate's span) beside what the generator was shown (the generate span's ``context``).
 """
 
@@ -42,17 +42,31 @@ def select_context(question: str, passages: Sequence[Passage], *, threshold: flo
                    short_tokens: int = 40, conflicts: Sequence[Conflict] = ()) -> Selection:
     """What the generator is shown of ``passages`` for ``question``; ``threshold`` is the verifier's "answers"
     probability (None: no passage is dropped for its score)."""
-    named = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
-    ranked = sorted(passages, key=lambda p: -p.support)
-    top = {p.n for p in ranked[:keep_top]}
-    dropped = tuple(p.n for p in passages
-                    if threshold is not None and p.support_by not in ("", "lexical") and p.support < threshold
-                    and p.n not in top and p.chunk.id not in named)
     q, atype = content_terms(question), answer_type(question)
+    dropped = _ruled_out(passages, q, threshold, keep_top, conflicts)
     excerpts = tuple((p.n, excerpt(" ".join(p.chunk.text.split()), q, short_tokens, atype))
                      for p in passages if p.n not in dropped)
     full = sum(len(" ".join(p.chunk.text.split())) for p in passages)
     return Selection(excerpts, dropped, full, sum(len(t) for _, t in excerpts))
+
+
+def _ruled_out(passages: Sequence[Passage], q: frozenset[str], threshold: float | None, keep_top: int,
+               conflicts: Sequence[Conflict]) -> tuple[int, ...]:
+    """The passages not shown: scored by a verifier below ``threshold`` and not among the best ``keep_top``,
+    not named by a conflict, and holding no question term that the shown ones lack (the other part of a
+    compound or comparison question scores low against the whole question, yet answers its part)."""
+    if threshold is None:
+        return ()
+    named = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
+    ranked = sorted(passages, key=lambda p: -p.support)
+    out = {p.n for p in ranked[keep_top:]
+           if p.support_by not in ("", "lexical") and p.support < threshold and p.chunk.id not in named}
+    covered = set().union(*(q & content_terms(p.chunk.text) for p in passages if p.n not in out))
+    for p in ranked:
+        if p.n in out and (own := q & content_terms(p.chunk.text)) - covered:
+            out.discard(p.n)
+            covered |= own
+    return tuple(p.n for p in passages if p.n in out)
 
 
 def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: str | None = None) -> str:
