@@ -52,6 +52,17 @@ def coverage(query: str, passage: str) -> float:
     return len(q & content_terms(passage)) / len(q)
 
 
+def term_weight(term: str) -> float:
+    """Longer terms are rarer and more specific ("立法会" over "选举", "championship" over "year")."""
+    return min(len(term), 8) if not term.isdigit() else 6.0
+
+
+def weighted_coverage(q_terms: frozenset[str], text: str) -> float:
+    """The share of ``q_terms`` in ``text``, each weighted by ``term_weight``."""
+    total = sum(term_weight(t) for t in q_terms) or 1.0
+    return sum(term_weight(t) for t in q_terms & content_terms(text)) / total
+
+
 def lexical_support(claim: str, passage: str) -> float:
     """How well ``passage`` supports ``claim`` by words and numbers alone (0..1).
 

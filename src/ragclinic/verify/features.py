@@ -20,7 +20,7 @@ import numpy as np
 
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.text.lang import is_cjk
-from ragclinic.text.support import content_terms, numbers
+from ragclinic.text.support import content_terms, numbers, weighted_coverage
 from ragclinic.verify.constraints import answer_type, check_all, has_answer_of_type
 
 NAMES = (
@@ -72,11 +72,6 @@ def _names(text: str) -> set[str]:
     return {n for n in out if content_terms(n)}
 
 
-def _weight(term: str) -> float:
-    """Longer terms are rarer and more specific ("立法会" over "选举", "championship" over "year")."""
-    return min(len(term), 8) if not term.isdigit() else 6.0
-
-
 def _negated(text: str) -> bool:
     return bool(_NEG.search(text))
 
@@ -106,8 +101,7 @@ def extract(passage: str, text: str, embed_query: Embed | None = None, embed_pas
     e5 = _e5(text, window, wins[sent_i], embed_query, embed_passage)
     w_terms = content_terms(window)
     p_terms = content_terms(passage)
-    total_w = sum(_weight(t) for t in q) or 1.0
-    cov_weighted = sum(_weight(t) for t in q & w_terms) / total_w
+    cov_weighted = weighted_coverage(q, window)
     names = _names(text)
     names_w = sum(1 for n in names if n in window.lower()) / len(names) if names else 1.0
     names_p = sum(1 for n in names if n in passage.lower()) / len(names) if names else 1.0

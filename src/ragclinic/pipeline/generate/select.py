@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.text.lang import is_cjk
-from ragclinic.text.support import content_terms
+from ragclinic.text.support import content_terms, weighted_coverage
 from ragclinic.types import Conflict, Passage
 from ragclinic.verify.constraints import answer_type, has_answer_of_type
 
@@ -75,7 +75,7 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
     if approx_tokens(text) <= short_tokens or len(spans) <= 2 or not q_terms:
         return text
     sents = [text[a:b].strip() for a, b in spans]
-    scores = [_score(s, q_terms) + (0.01 if atype and has_answer_of_type(atype, s) else 0.0) for s in sents]
+    scores = [weighted_coverage(q_terms, s) + (0.01 if atype and has_answer_of_type(atype, s) else 0.0) for s in sents]
     best = max(range(len(sents)), key=lambda i: (scores[i], -i))
     if scores[best] < 0.02:
         return text  # nothing of the question in any sentence: no basis to cut
@@ -100,17 +100,6 @@ def approx_tokens(text: str) -> float:
     """The model's tokens, roughly: ~0.7 a CJK character, ~4 characters each otherwise (Qwen's tokenizer)."""
     cjk = sum(1 for c in text if is_cjk(c))
     return 0.7 * cjk + (len(text) - cjk) / 4
-
-
-def _score(sentence: str, q_terms: frozenset[str]) -> float:
-    hit = q_terms & content_terms(sentence)
-    total = sum(_weight(t) for t in q_terms) or 1.0
-    return sum(_weight(t) for t in hit) / total
-
-
-def _weight(term: str) -> float:
-    """Longer terms are rarer and more specific (as in verify.features)."""
-    return min(len(term), 8) if not term.isdigit() else 6.0
 
 
 def _join(left: str, right: str) -> str:
