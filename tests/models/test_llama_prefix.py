@@ -36,6 +36,7 @@ def _fresh(model, call):
     model._memo.clear()
     model.chat(ELSE, max_tokens=4)
     model._memo.clear()
+    model._prefixes._saved.clear()  # nor a kept system turn
     hits = model.prefix_hits
     out = call()
     assert model.prefix_hits == hits, "the fresh call must not have reused a prefix"
@@ -76,3 +77,22 @@ def test_the_system_turn_boundary_is_where_the_user_text_starts(model):
     head = model._llm.detokenize(tokens[:cut]).decode("utf-8")
     assert SYSTEM in head and "Duration" not in head
     assert model._system_cut([Message("user", "hi")], model._prompt([Message("user", "hi")]), tokens) == 0
+
+
+def test_a_system_turn_kept_aside_is_restored_exactly(model):
+    """Another system turn ran in between: the kept KV state of the first is copied back, not recomputed."""
+    fresh = _fresh(model, lambda: model.chat(ASK, max_tokens=32))
+    fresh_p = _fresh(model, lambda: model.next_token_probs(ASK, ["yes", "no"]))
+    model._memo.clear()
+    model.chat(OTHER, max_tokens=12)  # SYSTEM is evaluated and kept
+    model._memo.clear()
+    model.chat(ELSE, max_tokens=4)  # another system turn replaces it in the live cache
+    model._memo.clear()
+    hits = model.prefix_hits
+    again = model.chat(ASK, max_tokens=32)
+    assert model.prefix_hits == hits + 1 and again.prompt_reused > 0
+    assert (again.text, again.completion_tokens) == (fresh.text, fresh.completion_tokens)
+    model._memo.clear()
+    model.chat(ELSE, max_tokens=4)
+    model._memo.clear()
+    assert model.next_token_probs(ASK, ["yes", "no"]) == fresh_p

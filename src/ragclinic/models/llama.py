@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragclinic.errors import ModelError
+from ragclinic.models.kv_prefix import PrefixStates
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
 from ragclinic.native import native
@@ -57,14 +58,16 @@ class LlamaModel:
         self.memo_hits = 0
         self.prefix_hits = self.prefix_tokens_reused = 0  # system turns reused from the KV cache (see _prime)
         self.prefix_cache = getattr(settings, "llm_prefix_cache", True)
+        self._prefixes = PrefixStates(self._llm)  # other recent system turns' KV states
 
     # _fresh_state: a call's result must be a function of its prompt alone (greedy answers and judge scores
     # must not depend on what was asked before). llama.cpp's own prefix reuse (the longest common prefix with
     # the previous call) breaks that: where the reused part ends decides how the rest is batched, and the
     # batching changes the floating-point result. So every prompt is evaluated in the same two segments —
     # the system turn, then the rest — whether or not the first is still in the KV cache: the system turn's
-    # KV state is kept between calls and reused only at that boundary, and the rest is always evaluated from
-    # it the same way (tests/test_llama_prefix.py: a reused prefix gives exactly a fresh cache's output).
+    # KV state is kept between calls (the live one, and the last few others in kv_prefix.PrefixStates) and
+    # reused only at that boundary, and the rest is always evaluated from it the same way
+    # (tests/models/test_llama_prefix.py: a reused prefix gives exactly a fresh cache's output).
     # The last MEMO results are also kept, so an identical call (the doctor's re-runs repeat the claim checks'
     # calls on unchanged passages) is answered from them — the same result, without the ~2-10 s.
 
@@ -141,7 +144,8 @@ class LlamaModel:
             llm.reset()
             return tokens, 0
         cut = self._system_cut(messages, prompt, tokens)
-        if cut and llm.n_tokens >= cut and list(llm.input_ids[:cut]) == tokens[:cut]:
+        live = cut and llm.n_tokens >= cut and list(llm.input_ids[:cut]) == tokens[:cut]
+        if live or (cut and self._prefixes.restore(tuple(tokens[:cut]))):
             llm.n_tokens = cut  # the next eval removes the KV entries past the system turn
             self.prefix_hits += 1
             self.prefix_tokens_reused += cut
@@ -149,6 +153,7 @@ class LlamaModel:
         llm.reset()
         if cut:
             llm.eval(tokens[:cut])
+            self._prefixes.save(tuple(tokens[:cut]))
         return tokens, 0
 
     def _system_cut(self, messages: Sequence[Message], prompt: str, tokens: list[int]) -> int:
