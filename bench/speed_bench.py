@@ -9,7 +9,8 @@ demo's four questions and eight more about its corpus. Per arm: seconds per ques
 (the doctor's baseline run) and with the doctor, time to the first streamed answer token, prompt tokens
 given and evaluated, the per-layer split, the answers side by side. Then the answer cache: each question asked again
 (re-typed) with the cache on — the lookup's time and whether it hit — and, after a document changes, whether
-the next ask is fresh.
+the next ask is fresh. Last, as a user sees it: `ragclinic ask` in a new process on a terminal (a pty),
+the time from launch to the first answer byte and to exit, for the demo's first two questions.
 
     python bench/speed_bench.py --llm local --out bench/out/speed-demo.json
 """
@@ -108,6 +109,42 @@ def _cache_figures(kb_dir: Path, llm: str, docs: Path) -> dict:
             "hits": sum(x["hit"] for x in out), "stale_after_change": sum(stale)}
 
 
+def _cli(kb_dir: Path, llm: str, q: str) -> dict:
+    """`ragclinic ask` in a new process with its stdout on a pty: seconds to the first answer byte, to exit."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    exe = os.path.join(os.path.dirname(sys.executable), "ragclinic")
+    master, slave = pty.openpty()
+    t0 = time.perf_counter()
+    p = subprocess.Popen([exe, "ask", q, "--kb", str(kb_dir), "--llm", llm, "--no-cache"], stdout=slave,
+                         stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    first, text = None, b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.05)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            text += chunk
+            if first is None and text.strip():
+                first = time.perf_counter() - t0
+        elif p.poll() is not None:
+            break
+    p.wait()
+    os.close(master)
+    return {"question": q, "first_byte_s": round(first, 2) if first else None,
+            "exit_s": round(time.perf_counter() - t0, 2), "exit_code": p.returncode,
+            "output": text.decode("utf-8", "replace")[:160]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--llm", default="local")
@@ -136,6 +173,7 @@ def main() -> None:
         b, f = result["before"], result["after"]
         result["ratios"] = {k: round(f[k] / b[k], 3) for k in ("p50_plain_ms", "p50_doctor_ms", "p50_ttft_ms",
                                                              "p50_prompt_tokens", "p50_prompt_evaluated") if b[k]}
+        result["cli"] = [_cli(kb_dir, a.llm, q) for q in QUESTIONS[:2]]
         result["cache"] = _cache_figures(kb_dir, a.llm, docs)
     emit(result, a.out)
 
