@@ -46,12 +46,14 @@ def test_short_passages_and_passages_without_the_question_terms_are_kept_whole()
 
 def test_passages_the_verifier_rules_out_are_dropped_but_never_the_best_or_a_conflict():
     ps = [_p(1, LONG, 0.95), _p(2, "Unrelated text about weather.", 0.02), _p(3, "Another one.", 0.01),
-          _p(4, "Lexically scored.", 0.0, by="lexical"), _p(5, "In a conflict.", 0.01)]
+          _p(4, "Lexically scored.", 0.0, by="lexical"), _p(5, "In a conflict.", 0.01),
+          _p(6, "The 2031 note trades at par.", 0.01)]
     conflict = Conflict("number", "c1", "c5", ("4.5",), ("5.0",), "", "")
     sel = select_context("What is the coupon of the 2031 note?", ps, threshold=0.2, conflicts=[conflict])
-    assert sel.dropped == (3,)  # 2 is among the best two; 4 was not scored by a verifier; 5 is in a conflict
+    # 2 is among the best two; 4 was not scored by a verifier; 5 is in a conflict; 6 shares the question's terms
+    assert sel.dropped == (3,)
     shown = dict(sel.excerpts)
-    assert set(shown) == {1, 2, 4, 5} and sel.chars_shown < sel.chars_full
+    assert set(shown) == {1, 2, 4, 5, 6} and sel.chars_shown < sel.chars_full
     assert select_context("q?", ps, threshold=None).dropped == ()
     msgs = build_messages(GenerateInput("What is the coupon?", tuple(ps), GateDecision("answer", "factual", 0.9, ""),
                                         excerpts=sel.excerpts))
@@ -85,10 +87,12 @@ def test_context_selection_can_be_turned_off(tmp_path):
     kb.close()
 
 
-def test_a_passage_holding_the_other_part_of_a_compound_question_is_never_dropped():
+def test_a_low_score_alone_never_drops_a_passage_on_the_question_topic():
     ps = [_p(1, "Treasury bills are the usual proxy for the risk-free rate.", 0.95),
           _p(2, "The risk-free rate has no default risk.", 0.9),
           _p(3, "Duration measures how much a bond price moves when rates change.", 0.05),
           _p(4, "Coupons are paid twice a year.", 0.04)]
     sel = select_context("What is duration and what is the usual proxy for the risk-free rate?", ps, threshold=0.2)
     assert sel.dropped == (4,)
+    assert select_context("When was the film released?", [_p(1, "A film review.", 0.9), _p(2, "Cast list.", 0.8),
+                          _p(3, "The film was released on 12 February 2021.", 0.02)], threshold=0.2).dropped == ()

@@ -6,8 +6,8 @@ What is kept, per passage: the sentence with most of the question's content term
 verifier's features weigh them; a sentence holding something of the asked type — a date for "when" — wins a
 tie), the sentences either side of it (pronouns and "it" point back one sentence), and a second sentence when it
 scores nearly as well; short passages whole. Gaps are marked "…". Passages dropped: those a (non-lexical)
-verifier scored below its own "answers" threshold, beyond the best ``keep_top`` ones, unless a conflict names
-them or they hold a question term no shown passage has (the other half of a compound question). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
+verifier scored below its own "answers" threshold and that hold none of the question's content terms, beyond
+the best ``keep_top`` ones, unless a conflict names them (a low score alone is not enough: see _ruled_out). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
 passages (the gate's span) beside what the generator was shown (the generate span's ``context``).
 """
 
@@ -52,20 +52,17 @@ def select_context(question: str, passages: Sequence[Passage], *, threshold: flo
 
 def _ruled_out(passages: Sequence[Passage], q: frozenset[str], threshold: float | None, keep_top: int,
                conflicts: Sequence[Conflict]) -> tuple[int, ...]:
-    """The passages not shown: scored by a verifier below ``threshold`` and not among the best ``keep_top``,
-    not named by a conflict, and holding no question term that the shown ones lack (the other part of a
-    compound or comparison question scores low against the whole question, yet answers its part)."""
+    """The passages not shown: off-topic ones — none of the question's content terms, scored by a verifier
+    below ``threshold``, not among the best ``keep_top``, not named by a conflict. A low score alone is not
+    enough: on RGB the verifier gave the one passage with the release date P = 0.02, and dropping by score cost
+    accuracy (bench/RESULTS.md, "Answers in seconds")."""
     if threshold is None:
         return ()
     named = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     ranked = sorted(passages, key=lambda p: -p.support)
     out = {p.n for p in ranked[keep_top:]
-           if p.support_by not in ("", "lexical") and p.support < threshold and p.chunk.id not in named}
-    covered = set().union(*(q & content_terms(p.chunk.text) for p in passages if p.n not in out))
-    for p in ranked:
-        if p.n in out and (own := q & content_terms(p.chunk.text)) - covered:
-            out.discard(p.n)
-            covered |= own
+           if p.support_by not in ("", "lexical") and p.support < threshold and p.chunk.id not in named
+           and not q & content_terms(p.chunk.text)}
     return tuple(p.n for p in passages if p.n in out)
 
 
