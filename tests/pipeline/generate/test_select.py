@@ -96,3 +96,11 @@ def test_a_low_score_alone_never_drops_a_passage_on_the_question_topic():
     assert sel.dropped == (4,)
     assert select_context("When was the film released?", [_p(1, "A film review.", 0.9), _p(2, "Cast list.", 0.8),
                           _p(3, "The film was released on 12 February 2021.", 0.02)], threshold=0.2).dropped == ()
+
+
+def test_a_sentence_with_a_question_term_the_kept_ones_lack_is_kept():
+    text = ("Steve Conrad, screenwriter. I watched it on new year's morning and cried at the end. "
+            "The ending was known from the start, but the journey mattered. "
+            "Many people love The Pursuit of Happyness and watch it again every year with family.")
+    out = excerpt(text, content_terms("Who is the screenwriter of The Pursuit of Happyness?"))
+    assert "Steve Conrad, screenwriter." in out and "Pursuit of Happyness" in out

@@ -4,8 +4,8 @@ neighbours, not the whole passage, and no passage the verifier rules out.
 The model reads ~100-150 prompt tokens a second here, so every token left out of the prompt is time saved.
 What is kept, per passage: the sentence with most of the question's content terms (weighted by length, as the
 verifier's features weigh them; a sentence holding something of the asked type — a date for "when" — wins a
-tie), the sentences either side of it (pronouns and "it" point back one sentence), and a second sentence when it
-scores nearly as well; short passages whole. Gaps are marked "…". Passages dropped: those a (non-lexical)
+tie), the sentences either side of it (pronouns and "it" point back one sentence), a second sentence when it
+scores nearly as well, and any sentence holding a question term the kept ones lack; short passages whole. Gaps are marked "…". Passages dropped: those a (non-lexical)
 verifier scored below its own "answers" threshold and that hold none of the question's content terms, beyond
 the best ``keep_top`` ones, unless a conflict names them (a low score alone is not enough: see _ruled_out). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
 passages (the gate's span) beside what the generator was shown (the generate span's ``context``).
@@ -76,11 +76,18 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
     best = max(range(len(sents)), key=lambda i: (scores[i], -i))
     if scores[best] < 0.02:
         return text  # nothing of the question in any sentence: no basis to cut
-    keep = {best - 1, best, best + 1}
+    keep = {i for i in (best - 1, best, best + 1) if 0 <= i < len(sents)}
     second = max((i for i in range(len(sents)) if i not in keep), key=lambda i: (scores[i], -i), default=None)
     if second is not None and scores[second] >= 0.6 * scores[best]:
         keep.add(second)
-    keep = sorted(i for i in keep if 0 <= i < len(sents))
+    # every question term the passage has stays shown: "斯蒂夫·康拉德 编剧 …" scores below the sentence that
+    # names the film, yet it is the one that says who wrote it
+    covered = set().union(*(q_terms & content_terms(sents[i]) for i in keep))
+    for i in sorted(range(len(sents)), key=lambda i: (-scores[i], i)):
+        if i not in keep and (own := q_terms & content_terms(sents[i])) - covered:
+            keep.add(i)
+            covered |= own
+    keep = sorted(keep)
     out, prev = "", None
     for i in keep:
         if prev is None:
