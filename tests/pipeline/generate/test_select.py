@@ -104,3 +104,12 @@ def test_a_sentence_with_a_question_term_the_kept_ones_lack_is_kept():
             "Many people love The Pursuit of Happyness and watch it again every year with family.")
     out = excerpt(text, content_terms("Who is the screenwriter of The Pursuit of Happyness?"))
     assert "Steve Conrad, screenwriter." in out and "Pursuit of Happyness" in out
+
+
+def test_kept_sentences_are_the_passage_text_as_it_stands():
+    text = ("Jun 24, 2020 ... 《当幸福来敲门》. 导演: 加布里尔·穆奇诺. 编剧: Steve Conrad ... 幸福就在我们身边。"
+            "我们要珍惜每一点一滴。天气很好。我们去公园散步。晚上吃了饺子，很好吃。")
+    out = excerpt(text, content_terms("《当幸福来敲门》的编剧是谁"))
+    for piece in out.strip("…").split(" … "):
+        assert piece in text  # no space added or removed
+    assert "编剧: Steve Conrad" in out

@@ -88,15 +88,17 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
             keep.add(i)
             covered |= own
     keep = sorted(keep)
-    out, prev = "", None
+    if len(keep) == len(sents):
+        return text
+    # contiguous kept sentences are copied from the passage as they stand (its own spaces and punctuation)
+    runs: list[list[int]] = []
     for i in keep:
-        if prev is None:
-            out = ("…" if i > 0 else "") + sents[i]
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
         else:
-            out += (_join(out, sents[i]) if i == prev + 1 else GAP) + sents[i]
-        prev = i
-    if keep[-1] < len(sents) - 1:
-        out += "…"
+            runs.append([i])
+    out = GAP.join(text[spans[r[0]][0]:spans[r[-1]][1]].strip() for r in runs)
+    out = ("…" if keep[0] > 0 else "") + out + ("…" if keep[-1] < len(sents) - 1 else "")
     return out if len(out) < len(text) else text
 
 
@@ -104,7 +106,3 @@ def approx_tokens(text: str) -> float:
     """The model's tokens, roughly: ~0.7 a CJK character, ~4 characters each otherwise (Qwen's tokenizer)."""
     cjk = sum(1 for c in text if is_cjk(c))
     return 0.7 * cjk + (len(text) - cjk) / 4
-
-
-def _join(left: str, right: str) -> str:
-    return "" if (left and is_cjk(left[-1])) or (right and is_cjk(right[0])) else " "
