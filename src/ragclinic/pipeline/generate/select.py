@@ -1,14 +1,16 @@
 """Context selection before generation: the generator reads each passage's answer-bearing sentences and their
-neighbours, not the whole passage, and no passage the verifier rules out.
+neighbours, not the whole passage, and no off-topic passage.
 
 The model reads ~100-150 prompt tokens a second here, so every token left out of the prompt is time saved.
 What is kept, per passage: the sentence with most of the question's content terms (weighted by length, as the
 verifier's features weigh them; a sentence holding something of the asked type — a date for "when" — wins a
 tie), the sentences either side of it (pronouns and "it" point back one sentence), a second sentence when it
-scores nearly as well, and any sentence holding a question term the kept ones lack; short passages whole. Gaps are marked "…". Passages dropped: those a (non-lexical)
-verifier scored below its own "answers" threshold and that hold none of the question's content terms, beyond
-the best ``keep_top`` ones, unless a conflict names them (a low score alone is not enough: see _ruled_out). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the full
-passages (the gate's span) beside what the generator was shown (the generate span's ``context``).
+scores nearly as well, and any sentence holding a question term the kept ones lack; short passages whole.
+Kept runs are copied from the passage as they stand; gaps are marked "…". Passages dropped: those a
+(non-lexical) verifier scored below its own "answers" threshold *and* that hold none of the question's content
+terms, beyond the best ``keep_top`` ones, unless a conflict names them (a low score alone is not enough: see
+_ruled_out). Citations keep the passages' own numbers, so [n] still points at the chunk; the trace keeps the
+full passages (the gate's span) beside what the generator was shown (the generate span's ``context``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ GAP = " … "
 @dataclass(frozen=True)
 class Selection:
     excerpts: tuple[tuple[int, str], ...]  # (passage number, text shown), in the passages' order
-    dropped: tuple[int, ...]  # passages not shown (the verifier ruled them out)
+    dropped: tuple[int, ...]  # passages not shown (off-topic, see _ruled_out)
     chars_full: int
     chars_shown: int
 
@@ -72,7 +74,8 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
     if approx_tokens(text) <= short_tokens or len(spans) <= 2 or not q_terms:
         return text
     sents = [text[a:b].strip() for a, b in spans]
-    scores = [weighted_coverage(q_terms, s) + (0.01 if atype and has_answer_of_type(atype, s) else 0.0) for s in sents]
+    scores = [weighted_coverage(q_terms, s) + (0.01 if atype and has_answer_of_type(atype, s) else 0.0)
+              for s in sents]
     best = max(range(len(sents)), key=lambda i: (scores[i], -i))
     if scores[best] < 0.02:
         return text  # nothing of the question in any sentence: no basis to cut
