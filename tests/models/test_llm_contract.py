@@ -136,7 +136,10 @@ def test_local_repeats_a_greedy_call_from_memory(local_small, monkeypatch):
     first = local_small.chat(msgs, max_tokens=8)
     streamed = []
     again = local_small.chat(msgs, max_tokens=8, on_token=streamed.append)
-    assert again == first and "".join(streamed) == first.text and len(calls) == 1
+    assert (again.text, again.prompt_tokens, again.completion_tokens) == (first.text, first.prompt_tokens,
+                                                                          first.completion_tokens)
+    assert again.prompt_reused == again.prompt_tokens  # nothing evaluated again
+    assert "".join(streamed) == first.text and len(calls) == 1
     probe = [Message("user", "Is fire cold? yes or no")]
     assert local_small.next_token_probs(probe, ["yes", "no"]) == local_small.next_token_probs(probe, ["yes", "no"])
     assert len(calls) == 2
