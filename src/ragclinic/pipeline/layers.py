@@ -14,7 +14,7 @@ from ragclinic.pipeline.gate import decide
 from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
 from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Draft
-from ragclinic.pipeline.generate.citations import attribute_citations, declines
+from ragclinic.pipeline.generate.citations import attribute_citations, declines, recite
 from ragclinic.pipeline.generate.citations import answer_sentences
 from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
 from ragclinic.pipeline.generate.phrasing import tidy_citations
@@ -203,6 +203,9 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
     text, attributed = attribute_citations(text, passages, s.claim_lexical_threshold)
     if attributed:
         flags.append(f"citations_attributed: {attributed} uncited sentence(s) cited by word overlap")
+    text, moved = recite(text, passages, ctx.judge, q)
+    if moved:
+        flags.append(f"citations_corrected: {moved} sentence(s) re-cited to the passage that states them")
     if draft.finish_reason == "length":
         flags.append("truncated: the answer hit llm_max_tokens")
     return text, draft.generator

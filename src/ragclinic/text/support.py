@@ -12,6 +12,7 @@ import unicodedata
 from functools import lru_cache
 
 from ragclinic.text.analyzer import analyze
+from ragclinic.text.lang import simplified
 
 # Question and function words that say nothing about the topic (English stems and Chinese particles).
 _QUESTION_WORDS = frozenset(
@@ -25,17 +26,35 @@ _QUESTION_WORDS = frozenset(
 _NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
 
 
+# Chinese ordinals ("第四任", "第十二届"): the number a claim may write in digits ("第4屆").
+_ORDINAL = re.compile(r"第([零一二两三四五六七八九十百]{1,4})")
+_DIGIT = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"两": 2}
+
+
+def _cn_number(s: str) -> int | None:
+    """一 → 1, 十二 → 12, 二十 → 20, 一百零五 → 105; None for what is not a plain numeral."""
+    total, digit = 0, None
+    for ch in s:
+        if ch in _DIGIT:
+            digit = _DIGIT[ch]
+        else:
+            total += (1 if digit is None else digit) * (10 if ch == "十" else 100)
+            digit = None
+    return total + (digit or 0) or None
+
+
 @lru_cache(maxsize=4096)
 def content_terms(text: str) -> frozenset[str]:
-    """Analyzer tokens minus question words; single CJK characters dropped when longer words exist."""
-    toks = [t for t in analyze(text) if t not in _QUESTION_WORDS]
+    """Analyzer tokens minus question words; single CJK characters dropped when longer words exist. Chinese in
+    simplified form (a traditional passage supports a simplified claim)."""
+    toks = [t for t in analyze(simplified(text)) if t not in _QUESTION_WORDS]
     multi = [t for t in toks if len(t) > 1]
     return frozenset(multi if multi else toks)
 
 
 def numbers(text: str) -> frozenset[str]:
     """Numbers in normalised form: NFKC, thousands separators removed, trailing decimal zeros dropped."""
-    out = set()
+    out = {str(v) for m in _ORDINAL.finditer(text) if (v := _cn_number(m.group(1)))}  # 第四任 = 第4任
     for m in _NUMBER.finditer(unicodedata.normalize("NFKC", text)):
         n = m.group().replace(",", "").replace("，", "").lstrip("+")
         if "." in n:

@@ -142,3 +142,41 @@ def test_citations_never_land_inside_code_spans_format_tokens_or_quotations():
                                                                           "Then it rained."]
     glued, n = attribute_citations("The vec!macro builds a vector.", ps, 0.5)  # a split inside a token
     assert "vec![" not in glued and "vec [" not in glued
+
+
+class _CheapFake:
+    """A cheap verifier (as the learned one is) scripted by word coverage."""
+    cheap = True
+
+    def __init__(self):
+        from ragclinic.verify.fake import FakeVerifier
+
+        self._fake = FakeVerifier()
+        self.model_id = self._fake.model_id
+
+    def judge(self, task, passage, text):
+        return self._fake.judge(task, passage, text)
+
+
+def test_a_claim_citing_the_wrong_passage_is_recited_to_the_one_that_states_it():
+    from ragclinic.pipeline.generate.citations import recite
+
+    v = _CheapFake()
+    text, moved = recite("Duration measures how much a bond price moves when rates change [1].", _passages(), v)
+    assert moved == 1 and text.endswith("[2].")
+    # with the question: only a passage that answers it (it has the claim's answer and what is asked about)
+    q = "What does duration measure?"
+    text, moved = recite("Duration measures how much a bond price moves when rates change [1].", _passages(), v, q)
+    assert (text, moved) == ("Duration measures how much a bond price moves when rates change [2].", 1)
+    # a claim its cited passage supports stays; a claim no passage supports keeps its (wrong) number for the checks
+    right = "The 10-year treasury note yields 3.9% per year [1]. Unicorns guarantee blue coupons forever [2]."
+    assert recite(right, _passages(), v) == (right, 0)
+    # not without a cheap verifier: the 1.5B judge is not asked about every passage
+    wrong = "Duration measures how much a bond price moves when rates change [1]."
+    assert recite(wrong, _passages(), LexicalJudge()) == (wrong, 0)
+    # several markers collapse into the one supporting passage; the checks then find the claim supported
+    text, moved = recite("Duration measures how much a bond price moves [1] when rates change [1].", _passages(), v)
+    assert text == "Duration measures how much a bond price moves [2] when rates change." and moved == 1
+    # a claim the other passage states that does not answer the question is not moved there
+    off = "Duration measures how much a bond price moves when rates change [1]."
+    assert recite(off, _passages(), v, "What does the 10-year treasury note yield?") == (off, 0)

@@ -116,6 +116,53 @@ def attribute_citations(answer: str, passages: Sequence[Passage], threshold: flo
     return "".join(out), added
 
 
+def recite(answer: str, passages: Sequence[Passage], verifier, question: str = "") -> tuple[str, int]:
+    """Move a sentence's [n] to the passage that states it, when the passages it cites neither support nor
+    contradict it and another passage supports it (the best-supported one is cited; the small model often names the wrong passage
+    number: "根据第4段" for what [3] says). Only with a cheap verifier; a conflict statement is left as it is.
+    (the answer, how many sentences were re-cited)."""
+    if not cheap(verifier) or len(passages) < 2:
+        return answer, 0
+    by_n = {p.n: p for p in passages}
+    out, moved, pos = [], 0, 0
+    for sent in answer_sentences(answer):
+        at = answer.find(sent, pos)
+        if at < 0:
+            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
+        out.append(answer[pos:at])
+        pos = at + len(sent)
+        cited = tuple(dict.fromkeys(parse_citations(sent)))
+        bare = CITE.sub("", sent).strip()
+        if (cited and all(n in by_n for n in cited) and not _CONFLICT.match(sent) and content_terms(bare)
+                and not _SILENCE.search(bare) and not _FILLER.search(sent)):
+            to = _better_source(verifier, bare, [by_n[n] for n in cited],
+                                [p for p in passages if p.n not in cited], question)
+            if to is not None:
+                first = CITE.search(sent)
+                sent = sent[:first.start()] + f"[{to.n}]" + re.sub(r"\s*" + CITE.pattern, "", sent[first.end():])
+                moved += 1
+        out.append(sent)
+    out.append(answer[pos:])
+    return "".join(out), moved
+
+
+def _better_source(verifier, claim: str, cited: Sequence[Passage], others: Sequence[Passage], question: str):
+    """The best uncited passage that states ``claim`` as an answer to ``question`` (the answer check: it has the
+    claim's answer part and what the question asks about; the verifier's support alone when there is no
+    question) when none of ``cited`` supports or contradicts it, else None. Stricter than the claim check: moving
+    a citation is an edit the model did not make, and a claim from the right passage that does not answer the
+    question ("the 4th election's nominating camps" for "who was the 4th chief executive") is not moved."""
+    if not others or _verified(verifier, claim, cited, question)[0] != "unsupported":
+        return None
+    if question:
+        backers = [p for p in others if backing(question, claim, p.chunk.text).backed]
+    else:
+        backers = [p for p in others if _verified(verifier, claim, [p], question)[0] == "supported"]
+    if not backers:
+        return None
+    return max(backers, key=lambda p: verifier.judge("support", p.chunk.text, judge_text(claim, question)))
+
+
 def _claim_sentences(answer: str) -> list[str]:
     out = []
     for sent in answer_sentences(answer):

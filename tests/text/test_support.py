@@ -1,0 +1,28 @@
+"""Term and number matching between claims and passages across Chinese scripts and numeral forms."""
+
+from __future__ import annotations
+
+from ragclinic.text.lang import simplified
+from ragclinic.text.support import content_terms, lexical_support, numbers
+from ragclinic.verify.answer_check import backing
+
+
+def test_traditional_and_simplified_chinese_share_their_terms():
+    assert simplified("香港特別行政區第四任行政長官") == "香港特别行政区第四任行政长官"
+    assert simplified("Duration measures price moves") == "Duration measures price moves"
+    assert "行政长官" in content_terms("任命梁振英為香港特別行政區第四任行政長官")
+    assert lexical_support("梁振英是第四任行政长官", "任命梁振英為香港特別行政區第四任行政長官") > 0.8
+
+
+def test_chinese_ordinals_count_as_the_numbers_a_claim_writes_in_digits():
+    assert numbers("第四任行政长官") == {"4"}
+    assert numbers("第十二届 第二十三届 第一百零五次") == {"12", "23", "105"}
+    assert numbers("第4屆") == {"4"}
+    assert numbers("一些人") == frozenset()  # only ordinals: a bare 一 is not a number
+
+
+def test_a_traditional_passage_backs_a_claim_written_with_a_digit_ordinal():
+    q = "香港第四任行政长官？"
+    passage = "28日，國務院任命梁振英為香港特別行政區第四任行政長官，7月1日，就職典禮舉行。"
+    assert backing(q, "香港第4任行政长官是梁振英。", passage).backed
+    assert not backing(q, "香港第4任行政长官是董建华。", passage).backed
