@@ -10,4 +10,13 @@ __version__ = "0.1.0"
 
 from ragclinic.config import Settings  # noqa: E402
 
-__all__ = ["Settings", "__version__"]
+__all__ = ["Clinic", "Settings", "__version__"]
+
+
+def __getattr__(name: str):
+    # the public API (docs/api.md), imported on first use: `import ragclinic` stays light for the CLI's --help
+    if name in ("Clinic", "Consultation"):
+        from ragclinic import clinic
+
+        return getattr(clinic, name)
+    raise AttributeError(f"module 'ragclinic' has no attribute {name!r}")

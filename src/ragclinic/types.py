@@ -288,6 +288,11 @@ class Answer:
     generator: str  # model id, "extractive" or "template"
     flags: tuple[str, ...] = ()  # violation phrases, invalid citations, fallbacks
     trace_id: str = ""
+    # the Python API's extras (ragclinic.Clinic; not in to_json: `ask --json` carries them at its top level)
+    symptoms: tuple[dict[str, Any], ...] = ()  # the doctor's findings
+    repairs: tuple[dict[str, Any], ...] = ()  # the doctor's treatments, accepted or not
+    model_calls: int = 0  # language-model calls made for this answer (0 for a replay or a cached answer)
+    cached: bool = False  # answered from the answer cache
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Answer":
@@ -297,7 +302,8 @@ class Answer:
         claims = tuple(Claim(**{**c, "cited": tuple(c.get("cited", ()))}) for c in d.get("claims", ()))
         return Answer(d["answer"], d["route"], d.get("question_type", ""), bool(d.get("refused")), cites, claims,
                       float(d.get("confidence", 0.0)), d.get("generator", ""), tuple(d.get("flags", ())),
-                      d.get("trace_id", ""))
+                      d.get("trace_id", ""), tuple(d.get("symptoms", ())), tuple(d.get("repairs", ())), 0,
+                      bool(d.get("cached", False)))
 
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic ask --json` contract (extended, never renamed)."""
@@ -306,4 +312,5 @@ class Answer:
                 "citations": [{"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "text": c.text,
                                "path": c.path, "title": c.title} for c in self.citations],
                 "confidence": round(self.confidence, 4), "trace_id": self.trace_id,
-                "claims": [asdict(c) for c in self.claims], "flags": list(self.flags), "generator": self.generator}
+                "claims": [{**asdict(c), "cited": list(c.cited)} for c in self.claims], "flags": list(self.flags),
+                "generator": self.generator}

@@ -75,8 +75,16 @@ def test_rerun_from_a_layer_keeps_earlier_layers_and_applies_the_change(kb):
     state, rerun = pipe.rerun(original, "gate", change=lambda s: dataclasses.replace(s, passages=()))
     assert state.answer.route == "refuse"
     assert [(s.layer, s.status) for s in rerun.spans] == [("retrieve", "replayed"), ("scope", "replayed"),
-                                                          ("gate", "ok"), ("generate", "ok")]
+                                                          ("change", "applied"), ("gate", "ok"), ("generate", "ok")]
     assert rerun.rerun_from == "gate" and load_trace(kb.db, rerun.id).parent_id == original.id
+    assert rerun.span("change").input.changed == ("passages",)
+    # the child trace holds the state its change made: replayed on its own, it gives its own answer (a refusal),
+    # not its parent's
+    again, _ = Pipeline(kb, lm=None).rerun(load_trace(kb.db, rerun.id), "gate", frozen=True)
+    assert again.answer.route == "refuse" and again.answer.text == rerun.final["answer"]
+    # a change that changes nothing writes no change span
+    _, same = pipe.rerun(original, "gate", change=lambda s: s)
+    assert [s.layer for s in same.spans] == ["retrieve", "scope", "gate", "generate"]
 
 
 def test_restart_needs_a_query_layer(kb):

@@ -31,6 +31,18 @@ class Diagnosis:
     answer: str
     answer_right: bool | None
 
+    @property
+    def fix(self) -> str:
+        """What to change at the verdict's layer (the suggestion)."""
+        return self.suggestion
+
+    @property
+    def evidence(self) -> dict[str, Any]:
+        """The verdict layer's evidence ("summary" and the probe's figures); with no verdict, the generate
+        probe's (what the answer rests on)."""
+        layer = self.verdict if self.verdict in self.layers else "generate"
+        return dict(self.layers[layer].evidence) if layer in self.layers else {}
+
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic diagnose --json` contract (extended, never renamed)."""
         return {"verdict": self.verdict, "layers": {k: v.to_json() for k, v in self.layers.items()},

@@ -48,7 +48,7 @@ def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     excluded = tuple(Exclusion("", d, "version=latest", why) for d, why in sorted(res.excluded.items()))
     out = {"retriever": retriever.name, "queries": list(queries), "rerank": bool(req.rerank and ctx.judge is not None),
            "allowed_chunks": None if res.allowed is None else len(res.allowed), "scope_filter_ms": round(filter_ms, 3),
-           "hits": [hit_to_dict(h) for h in hits]}
+           "hits": [hit_to_dict(h) for h in hits], "excluded": [asdict(e) for e in excluded]}
     return replace(state, hits=tuple(hits), allowed_chunks=out["allowed_chunks"], excluded=excluded), out
 
 

@@ -7,10 +7,9 @@ deterministic replay (model outputs frozen from the trace) all go through it.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragclinic.config import Settings
@@ -26,10 +25,9 @@ from ragclinic.pipeline.layers import LAYER_FUNCS
 from ragclinic.pipeline.scope.filters import Scope
 from ragclinic.pipeline.state import AskRequest, AskState
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclusion_from_dict, hit_from_dict,
-                                   passage_from_dict)
 from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, new_trace_id
 from ragclinic.trace.recorder import RecordingModel, Tape
+from ragclinic.trace.states import change_span, request_to_dict, start_of
 from ragclinic.trace.store import save_trace
 
 _SECRET_SETTINGS = {"openai_api_key"}
@@ -84,17 +82,21 @@ class Pipeline:
               ) -> tuple[AskState, Trace]:
         """Restart ``trace`` at ``from_layer``; ``change`` may alter the rebuilt state first (a treatment,
         a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs."""
-        state = state_from_trace(trace, from_layer)
+        state = start_of(trace, from_layer)
+        applied = None
         if change is not None:
-            state = change(state)
+            before, state = state, change(state)
+            if state != before:  # recorded, so that the child trace replays to its own answer
+                applied = change_span(before, state, from_layer)
         return self.run(state, from_layer, on_token=on_token, debug_round_id=trace.debug_round_id or trace.id,
-                        parent=trace, frozen=trace.model_calls if frozen else None, save=save)
+                        parent=trace, frozen=trace.model_calls if frozen else None, save=save, change=applied)
 
     def run(self, state: AskState, from_layer: str, *, on_token: TokenCallback | None = None,
             debug_round_id: str = "", parent: Trace | None = None, frozen: Iterable[ModelCall] | None = None,
-            save: bool = True) -> tuple[AskState, Trace]:
+            save: bool = True, change: Span | None = None) -> tuple[AskState, Trace]:
         """Run from ``from_layer`` on. ``frozen`` (replay): model calls are answered from these records,
-        and a call they lack goes to the live model, or fails when there is none."""
+        and a call they lack goes to the live model, or fails when there is none. ``change``: the span of the
+        change a re-run applied to ``state`` (kept in the trace before the layers it ran)."""
         if from_layer not in QUERY_LAYERS:
             raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
         tape = Tape()
@@ -108,6 +110,8 @@ class Pipeline:
         for layer in QUERY_LAYERS[:start]:
             if parent is not None and (old := parent.span(layer)) is not None:
                 spans.append(replace(old, status="replayed", started_ms=0.0, duration_ms=0.0))
+        if change is not None:
+            spans.append(change)
         for layer in QUERY_LAYERS[start:]:
             tape.layer = layer
             t0 = time.perf_counter()
@@ -126,7 +130,8 @@ class Pipeline:
                       query=state.request.question, scope=dict(state.request.scope_pairs),
                       settings=self._settings_dump(), kb_version=self.kb.db.version, spans=tuple(spans),
                       model_calls=tuple(tape.calls), final={},
-                      parent_id=parent.id if parent else "", rerun_from=from_layer if parent else "",
+                      parent_id=parent.id if parent else "",
+                      rerun_from=from_layer if parent or change else "",
                       request=request_to_dict(state.request))
         answer = replace(state.answer, trace_id=trace.id)
         trace = replace(trace, final=answer.to_json())
@@ -171,52 +176,7 @@ class Pipeline:
         return self.settings.model_dump(mode="json", exclude=_SECRET_SETTINGS)
 
 
-def state_from_trace(trace: Trace, from_layer: str) -> AskState:
-    """The state a trace had when ``from_layer`` started (every earlier layer's outputs restored)."""
-    if from_layer not in QUERY_LAYERS:
-        raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
-    state = AskState(request_from_trace(trace))
-    before = QUERY_LAYERS[:QUERY_LAYERS.index(from_layer)]
-    for layer in before:
-        span = trace.span(layer)
-        if span is None:
-            raise RagclinicError(f"trace {trace.id} has no {layer} span; re-run from an earlier layer")
-        o = span.outputs
-        if layer == "retrieve":
-            state = replace(state, hits=tuple(hit_from_dict(h) for h in o["hits"]), allowed_chunks=o["allowed_chunks"])
-        elif layer == "scope":
-            state = replace(state, passages=tuple(passage_from_dict(p) for p in o["passages"]),
-                            conflicts=tuple(conflict_from_dict(c) for c in o["conflicts"]),
-                            excluded=tuple(exclusion_from_dict(e) for e in o["excluded"]))
-        elif layer == "gate":
-            state = replace(state, decision=decision_from_dict(o["decision"]),
-                            passages=tuple(passage_from_dict(p) for p in o["passages"]))
-    return state
-
-
-def request_to_dict(r: AskRequest) -> dict[str, Any]:
-    d = {f.name: getattr(r, f.name) for f in fields(r) if f.name != "scope"}
-    return json.loads(json.dumps(d))  # tuples → lists
-
-
-def request_from_trace(trace: Trace) -> AskRequest:
-    """The request a trace ran with (traces before the doctor stored only the plain pipeline's inputs)."""
-    pairs = dict(trace.scope)
-    if trace.request:
-        d = dict(trace.request)
-        tuples = {"scope_pairs", "search_queries", "sub_questions", "quarantine"}
-        d = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if k in tuples or k == "fusion_weights"
-             else v for k, v in d.items() if k in _REQUEST_FIELDS}
-        return AskRequest(**{**d, "scope": Scope.parse(pairs)})
-    s = trace.settings
-    r = trace.span("retrieve").inputs if trace.span("retrieve") else {}
-    sc = trace.span("scope").inputs if trace.span("scope") else {}
-    return AskRequest(trace.query, Scope.parse(pairs), tuple(sorted(pairs.items())), r.get("top_k", s.get("top_k", 10)),
-                      sc.get("context_k", s.get("context_k", 5)), r.get("retriever", s.get("retriever", "hybrid")),
-                      bool(r.get("rerank", s.get("rerank", False))))
-
-
-_REQUEST_FIELDS = {f.name for f in fields(AskRequest)}
+state_from_trace = start_of  # the state a trace had when a layer started (trace/states.py)
 
 
 def _inputs(layer: str, state: AskState) -> dict[str, Any]:

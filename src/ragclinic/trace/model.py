@@ -7,8 +7,10 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# The layer names, defined here only (the debugger, the doctor, the CLI and the benches import them).
 LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
 QUERY_LAYERS = ("retrieve", "scope", "gate", "generate")
+CHANGE = "change"  # the span a re-run writes for the state its change started from (trace/states.py)
 
 
 def new_trace_id() -> str:
@@ -24,6 +26,25 @@ class Span:
     inputs: dict[str, Any] = field(default_factory=dict)
     outputs: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.duration_ms / 1000.0
+
+    @property
+    def input(self):
+        """The inputs, typed (trace/views.py: RetrieveInput, ScopeInput, GateInput, GenerateInput, ChangeInput)."""
+        from ragclinic.trace.views import typed_input
+
+        return typed_input(self.layer, self.inputs)
+
+    @property
+    def output(self):
+        """The outputs, typed (RetrieveOutput with .hits, ScopeOutput, GateOutput, GenerateOutput with .answer,
+        ChangeOutput with .state); None for a span that ended in an error."""
+        from ragclinic.trace.views import typed_output
+
+        return typed_output(self.layer, self.outputs)
 
 
 @dataclass(frozen=True)
@@ -64,6 +85,23 @@ class Trace:
     def span(self, layer: str) -> Span | None:
         """The layer's span that produced the state (not one that ended in an error)."""
         return next((s for s in self.spans if s.layer == layer and s.status != "error"), None)
+
+    @property
+    def question(self) -> str:
+        return self.query
+
+    @property
+    def answer(self):
+        """The recorded answer (an ``Answer``; for the doctor's root trace, the plain pipeline's)."""
+        from ragclinic.types import Answer
+
+        return Answer.from_json(self.final)
+
+    def state_after(self, layer: str):
+        """The pipeline's ``AskState`` right after ``layer`` ran (trace/states.py)."""
+        from ragclinic.trace.states import state_after
+
+        return state_after(self, layer)
 
     @property
     def total_ms(self) -> float:

@@ -1,0 +1,260 @@
+"""``ragclinic.Clinic``: the composition root and the public Python API.
+
+Settings → knowledge base → language model → Pipeline → Doctor are wired here and nowhere else; the CLI,
+the eval harness, the debugger and the bench scripts open a Clinic (the server will too)::
+
+    from ragclinic import Clinic
+
+    with Clinic.open("kb", llm="none") as c:
+        c.ingest(["docs/"])
+        a = c.ask("What is usually used as a proxy for the risk-free rate?")
+        print(a.text, [x.path for x in a.citations], a.trace_id)
+        assert c.replay(a.trace_id).text == c.trace(a.trace_id).answer.text
+
+The names here are a contract relied on outside the project (docs/api.md): extend, never rename.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ragclinic.config import Settings
+from ragclinic.errors import RagclinicError
+from ragclinic.models.llm import LanguageModel, TokenCallback
+from ragclinic.pipeline.state import AskState
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.trace.model import QUERY_LAYERS, Trace
+from ragclinic.types import Answer
+
+Change = Callable[[AskState], AskState] | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Consultation:
+    """What ``Clinic.consult`` gives the CLI and the server: the answer, the `ask --json` object, and the
+    doctor's full result when the doctor ran (None for the plain pipeline and for a cached answer)."""
+
+    answer: Answer
+    payload: dict[str, Any]
+    result: Any = None  # DoctorResult
+    cached: bool = False
+
+
+class Clinic:
+    """One knowledge base with its models. Open with ``Clinic.open``; close (or use ``with``) when done."""
+
+    def __init__(self, settings: Settings, *, model: LanguageModel | None = None,
+                 on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True) -> None:
+        self.settings = settings
+        self._warn = on_warning
+        self._sync = sync_indexes
+        self._kb: KnowledgeBase | None = None
+        self._lm, self._lm_flags, self._lm_loaded = model, [], model is not None
+        self._pipeline = None
+        if (settings.kb / "kb.sqlite3").exists():
+            self._kb = KnowledgeBase.open(settings, sync_indexes=sync_indexes)
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, kb: str | Path | None = None, *, model: LanguageModel | None = None,
+             on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True,
+             **settings: Any) -> "Clinic":
+        """The knowledge base at ``kb`` (created by the first ``ingest`` when it does not exist yet) with
+        ``settings`` over the KB's settings file, the environment and the defaults (``llm="none"`` answers
+        extractively, without a model). ``model``: a LanguageModel to use instead of loading ``llm``."""
+        return cls(Settings.load(kb, **settings), model=model, on_warning=on_warning, sync_indexes=sync_indexes)
+
+    def __enter__(self) -> "Clinic":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._kb is not None:
+            self._kb.close()
+            self._kb = None
+        self._pipeline = None
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            self._kb = KnowledgeBase.open(self.settings, sync_indexes=self._sync)  # raises: "run ingest first"
+        return self._kb
+
+    @property
+    def lm(self) -> LanguageModel | None:
+        """The language model, loaded on first use (None when ``llm="none"`` or it cannot load: answers are
+        then extractive and flagged ``llm_unavailable``)."""
+        if not self._lm_loaded:
+            from ragclinic.pipeline.runner import load_language_model
+
+            self._lm, self._lm_flags = load_language_model(self.settings, self._warn)
+            self._lm_loaded = True
+        return self._lm
+
+    @property
+    def pipeline(self):
+        """The plain pipeline over this knowledge base and model (ragclinic.pipeline.runner.Pipeline)."""
+        if self._pipeline is None:
+            from ragclinic.pipeline.runner import Pipeline
+
+            lm = self.lm
+            self._pipeline = Pipeline(self.kb, lm=lm, lm_flags=self._lm_flags)
+        return self._pipeline
+
+    def doctor(self, *, interactive: bool = False):
+        """The doctor over this clinic's pipeline (ragclinic.doctor.Doctor)."""
+        from ragclinic.doctor import Doctor
+
+        return Doctor(self.pipeline, interactive=interactive)
+
+    # ------------------------------------------------------------------ documents
+    def ingest(self, paths: Iterable[str | Path] | str | Path, tags: dict[str, str] | None = None,
+               sync: bool = False, *, strict: bool = False, reparse: bool = False, on_progress=None):
+        """Add or update documents (files or folders; ``sync`` also removes what is gone from the folders)
+        → ``IngestResult`` (``.added``, ``.updated``, ``.unchanged``, ``.removed``, ``.failed``, ``.chunks``).
+        Holds the knowledge base's write lock meanwhile; ``strict`` stops at the first bad file and keeps
+        nothing (not even a knowledge base this call created)."""
+        import shutil
+
+        from ragclinic.ingest.runner import IngestAborted, ingest
+
+        paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        new_folder = not self.settings.kb.exists()
+        if self._kb is None:
+            self._kb = KnowledgeBase.open(self.settings, create=True, sync_indexes=False)
+        self._pipeline = None  # the next question sees the new version
+        kb = self._kb
+        kb.lock()
+        try:
+            return ingest(kb, [Path(p) for p in paths], sync=sync, strict=strict, tags=dict(tags or {}),
+                          reparse=reparse, on_progress=on_progress)
+        except IngestAborted:
+            if new_folder:
+                self.close()
+                shutil.rmtree(self.settings.kb, ignore_errors=True)
+            raise
+        finally:
+            kb.unlock()
+
+    # ------------------------------------------------------------------ questions
+    def ask(self, question: str, scope: dict[str, str] | None = None, doctor: bool = True,
+            top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
+            cache: bool | None = None) -> Answer:
+        """The answer with its citations, confidence, trace id and (with the doctor) symptoms and repairs.
+        ``scope`` is a dict like the CLI's ``--scope`` ({"tenant": "acme", "from": "2024-01-01"}). ``cache``:
+        None follows the ``answer_cache`` setting."""
+        return self.consult(question, scope, doctor, top_k, rerank=rerank, on_token=on_token, cache=cache).answer
+
+    def consult(self, question: str, scope: dict[str, str] | None = None, doctor: bool | None = None,
+                top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
+                cache: bool | None = None, interactive: bool = False,
+                reply: Callable[[str], str] | None = None) -> Consultation:
+        """``ask`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
+        ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``."""
+        from ragclinic.pipeline.cache import AnswerCacheFront
+
+        pairs = dict(scope or {})
+        use_doctor = self.settings.doctor if doctor is None else doctor
+        pipe = self.pipeline
+        overridden = interactive or top_k is not None or rerank is not None  # not what a cache key holds
+        front = AnswerCacheFront(pipe, enabled=False if (overridden or cache is False) else None, warn=self._warn)
+        try:
+            if (hit := front.lookup(question, pairs, use_doctor)) is not None:
+                return Consultation(Answer.from_json(hit), hit, None, True)
+            if not use_doctor:
+                state, trace = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+                answer, result = replace(state.answer, model_calls=len(trace.model_calls)), None
+                payload = front.keep(question, pairs, False, answer.to_json())
+            else:
+                result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply)
+                answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
+                                 model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
+                payload = front.keep(question, pairs, True, result.to_json())
+        finally:
+            front.close()
+        return Consultation(answer, payload, result)
+
+    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply):
+        doc = self.doctor(interactive=interactive)
+        result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+        if interactive and reply is not None and result.answer.route == "clarify" and result.repairs:
+            if said := reply(result.answer.text).strip():
+                doc.interactive = False  # one clarifying question per query
+                result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+        return result
+
+    # ------------------------------------------------------------------ traces
+    def trace(self, trace_id: str) -> Trace:
+        """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,
+        ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``."""
+        from ragclinic.trace.store import load_trace
+
+        return load_trace(self.kb.db, trace_id)
+
+    def replay(self, trace_id: str) -> Answer:
+        """The trace's answer rebuilt from what it recorded — the state it started from (a re-run's change
+        included) and its model outputs — with no model call (``.model_calls == 0``); it equals the recorded
+        answer. Starts at the trace's first layer when the knowledge base is still at the trace's version,
+        else at the gate (retrieval would see other documents)."""
+        from ragclinic.pipeline.runner import Pipeline
+        from ragclinic.trace.states import start_of
+
+        trace = self.trace(trace_id)
+        layer = trace.rerun_from or "retrieve"
+        if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("gate"):
+            layer = "gate"
+        pipe = Pipeline(self.kb, lm=None, settings=_recorded_settings(self.settings, trace))
+        state, _ = pipe.run(start_of(trace, layer), layer, frozen=trace.model_calls, save=False,
+                            debug_round_id=trace.debug_round_id)
+        return replace(state.answer, trace_id=trace.id, model_calls=0)
+
+    def rerun(self, trace_id: str, from_layer: str, change: Change | None = None) -> Answer:
+        """Run the trace again from ``from_layer`` with the live model, after ``change`` (a function of the
+        AskState, or a dict of request fields such as {"top_k": 20}); the new trace's ``parent_id`` is
+        ``trace_id`` and it records the change, so it replays to its own answer."""
+        trace = self.trace(trace_id)
+        fn = _as_change(change)
+        state, child = self.pipeline.rerun(trace, from_layer, change=fn)
+        return replace(state.answer, model_calls=len(child.model_calls))
+
+    def diagnose(self, question: str | None = None, expected: str | Iterable[str] | None = None,
+                 trace_id: str | None = None, gold_doc: str | None = None, *, expect_refusal: bool = False,
+                 scope: dict[str, str] | None = None):
+        """Which layer broke the answer → ``Diagnosis`` (``.verdict``: a layer name or "none", ``.evidence``,
+        ``.fix``, ``.layers``). Give ``question`` (asked now, no doctor) or ``trace_id``, and what is right:
+        ``expected`` (one text or accepted alternatives), ``gold_doc`` or ``expect_refusal``."""
+        from ragclinic.debugger import Debugger, Expectation
+
+        alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
+        expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
+        return Debugger(self.pipeline).diagnose(expect, question=question, scope=scope, trace_id=trace_id)
+
+
+def _as_change(change: Change | None) -> Callable[[AskState], AskState] | None:
+    if change is None or callable(change):
+        return change
+    if not isinstance(change, dict):
+        raise RagclinicError(f"change must be a function of the AskState or a dict of request fields, not "
+                             f"{type(change).__name__}")
+    from dataclasses import fields
+
+    from ragclinic.pipeline.state import AskRequest
+
+    known = {f.name for f in fields(AskRequest)} - {"scope"}
+    bad = sorted(set(change) - known)
+    if bad:
+        raise RagclinicError(f"unknown request field(s) {', '.join(bad)} in change; known: {', '.join(sorted(known))}")
+    items = {k: tuple(v) if isinstance(v, list) else v for k, v in change.items()}
+    return lambda st: replace(st, request=replace(st.request, **items))
+
+
+def _recorded_settings(current: Settings, trace: Trace) -> Settings:
+    """The settings the trace ran with (its settings dump) over the KB's; secrets are never dumped, and a
+    setting added since the trace keeps its current value."""
+    recorded = {k: v for k, v in trace.settings.items() if k in Settings.model_fields and k not in ("kb", "cache_dir")}
+    return Settings.load(current.kb, **recorded, cache_dir=current.cache_dir)
