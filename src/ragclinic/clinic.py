@@ -30,6 +30,7 @@ from ragclinic.trace.model import QUERY_LAYERS, Trace
 from ragclinic.types import Answer
 
 Change = Callable[[AskState], AskState] | dict[str, Any]
+LOAD: Any = object()  # Clinic(model=LOAD): load the model the ``llm`` setting names on first use
 
 
 @dataclass(frozen=True)
@@ -41,30 +42,41 @@ class Consultation:
     payload: dict[str, Any]
     result: Any = None  # DoctorResult
     cached: bool = False
+    trace: Trace | None = None  # the run's trace (the doctor's root trace); None for a cached answer
 
 
 class Clinic:
     """One knowledge base with its models. Open with ``Clinic.open``; close (or use ``with``) when done."""
 
-    def __init__(self, settings: Settings, *, model: LanguageModel | None = None,
-                 on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True) -> None:
+    def __init__(self, settings: Settings, *, model: LanguageModel | None = LOAD,
+                 on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True,
+                 kb: KnowledgeBase | None = None) -> None:
+        """Prefer ``Clinic.open``. ``model``: a LanguageModel to use, None for none (extractive answers), or
+        LOAD (the ``llm`` setting's, on first use). ``kb``: an already open knowledge base (left open by
+        ``close``; its owner closes it)."""
         self.settings = settings
         self._warn = on_warning
         self._sync = sync_indexes
-        self._kb: KnowledgeBase | None = None
-        self._lm, self._lm_flags, self._lm_loaded = model, [], model is not None
+        self._kb, self._owns_kb = kb, kb is None
+        self._lm, self._lm_flags, self._lm_loaded = (None if model is LOAD else model), [], model is not LOAD
         self._pipeline = None
-        if (settings.kb / "kb.sqlite3").exists():
-            self._kb = KnowledgeBase.open(settings, sync_indexes=sync_indexes)
+        self._judge = None
+
+    @classmethod
+    def around(cls, kb: KnowledgeBase, *, model: LanguageModel | None = LOAD,
+               on_warning: Callable[[str], None] | None = None) -> "Clinic":
+        """A clinic over a knowledge base someone else opened (and will close), with its settings."""
+        return cls(kb.settings, model=model, on_warning=on_warning, kb=kb)
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, kb: str | Path | None = None, *, model: LanguageModel | None = None,
+    def open(cls, kb: str | Path | None = None, *, model: LanguageModel | None = LOAD,
              on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True,
              **settings: Any) -> "Clinic":
         """The knowledge base at ``kb`` (created by the first ``ingest`` when it does not exist yet) with
         ``settings`` over the KB's settings file, the environment and the defaults (``llm="none"`` answers
-        extractively, without a model). ``model``: a LanguageModel to use instead of loading ``llm``."""
+        extractively, without a model). ``model``: a LanguageModel to use instead of loading ``llm`` (None: no
+        model at all)."""
         return cls(Settings.load(kb, **settings), model=model, on_warning=on_warning, sync_indexes=sync_indexes)
 
     def __enter__(self) -> "Clinic":
@@ -74,9 +86,9 @@ class Clinic:
         self.close()
 
     def close(self) -> None:
-        if self._kb is not None:
+        if self._kb is not None and self._owns_kb:
             self._kb.close()
-            self._kb = None
+        self._kb = None
         self._pipeline = None
 
     @property
@@ -95,6 +107,22 @@ class Clinic:
             self._lm, self._lm_flags = load_language_model(self.settings, self._warn)
             self._lm_loaded = True
         return self._lm
+
+    @property
+    def model_flags(self) -> list[str]:
+        """Why answers are extractive when the model could not load (``llm_unavailable: ...``), else []."""
+        self.lm  # noqa: B018 - loads it
+        return list(self._lm_flags)
+
+    @property
+    def judge(self):
+        """The judge the ``judge`` setting names (the learned verifier by default; ``llm``: the language
+        model's yes/no probabilities)."""
+        if self._judge is None:
+            from ragclinic.verify import create_judge
+
+            self._judge = create_judge(self.settings.judge, self.lm if self.settings.judge == "llm" else None)
+        return self._judge
 
     @property
     def pipeline(self):
@@ -160,24 +188,25 @@ class Clinic:
 
         pairs = dict(scope or {})
         use_doctor = self.settings.doctor if doctor is None else doctor
-        pipe = self.pipeline
         overridden = interactive or top_k is not None or rerank is not None  # not what a cache key holds
-        front = AnswerCacheFront(pipe, enabled=False if (overridden or cache is False) else None, warn=self._warn)
+        # the cache needs the knowledge base only: a cached answer loads no model
+        front = AnswerCacheFront(self, enabled=False if (overridden or cache is False) else None, warn=self._warn)
         try:
             if (hit := front.lookup(question, pairs, use_doctor)) is not None:
-                return Consultation(Answer.from_json(hit), hit, None, True)
+                return Consultation(Answer.from_json(hit), hit, None, True, None)
             if not use_doctor:
-                state, trace = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+                state, trace = self.pipeline.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
                 answer, result = replace(state.answer, model_calls=len(trace.model_calls)), None
                 payload = front.keep(question, pairs, False, answer.to_json())
+                return Consultation(answer, payload, None, False, trace)
             else:
                 result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply)
                 answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
                                  model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
                 payload = front.keep(question, pairs, True, result.to_json())
+                return Consultation(answer, payload, result, False, result.trace)
         finally:
             front.close()
-        return Consultation(answer, payload, result)
 
     def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply):
         doc = self.doctor(interactive=interactive)
@@ -224,14 +253,16 @@ class Clinic:
 
     def diagnose(self, question: str | None = None, expected: str | Iterable[str] | None = None,
                  trace_id: str | None = None, gold_doc: str | None = None, *, expect_refusal: bool = False,
-                 scope: dict[str, str] | None = None):
+                 scope: dict[str, str] | None = None, expect=None):
         """Which layer broke the answer → ``Diagnosis`` (``.verdict``: a layer name or "none", ``.evidence``,
         ``.fix``, ``.layers``). Give ``question`` (asked now, no doctor) or ``trace_id``, and what is right:
-        ``expected`` (one text or accepted alternatives), ``gold_doc`` or ``expect_refusal``."""
+        ``expected`` (one text or accepted alternatives), ``gold_doc`` or ``expect_refusal`` — or ``expect``, a
+        ``debugger.Expectation`` (several required parts, as the eval sets have them)."""
         from ragclinic.debugger import Debugger, Expectation
 
-        alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
-        expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
+        if expect is None:
+            alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
+            expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
         return Debugger(self.pipeline).diagnose(expect, question=question, scope=scope, trace_id=trace_id)
 
 

@@ -185,29 +185,20 @@ TINY = {"rates.md": "# Rates\n\nThe risk-free rate is usually approximated by th
 
 
 def check_offline_answer(settings) -> str:
-    from ragclinic.ingest.runner import ingest
-    from ragclinic.pipeline.runner import Pipeline, load_language_model
-    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic.clinic import Clinic
 
     with tempfile.TemporaryDirectory(prefix="ragclinic-check-") as tmp:
         docs = Path(tmp) / "docs"
         docs.mkdir()
         for name, text in TINY.items():
             (docs / name).write_text(text, encoding="utf-8")
-        s = settings.model_copy(update={"kb": Path(tmp) / "kb"})
-        kb = KnowledgeBase.open(s, create=True)
-        try:
-            kb.lock()
-            result = ingest(kb, [docs])
+        with Clinic(settings.model_copy(update={"kb": Path(tmp) / "kb"})) as clinic:
+            result = clinic.ingest(docs)
             if result.failed or result.chunks < 2:
                 raise CheckFailed(f"the tiny knowledge base did not ingest: {result.to_json()}")
-            lm, flags = load_language_model(s)
-            if flags:
+            if flags := clinic.model_flags:
                 raise CheckFailed(f"{flags[0]}; {INSTALL}")
-            state, _ = Pipeline(kb, lm=lm).ask("What is the risk-free rate usually approximated by?")
-        finally:
-            kb.close()
-    a = state.answer
+            a = clinic.ask("What is the risk-free rate usually approximated by?", doctor=False, cache=False)
     if a.route != "answer" or not a.citations:
         raise CheckFailed(f"the tiny knowledge base did not answer (route {a.route}, {len(a.citations)} "
                           f"citations, flags {list(a.flags)}): the pipeline or the model is broken; check the "

@@ -103,6 +103,6 @@ def test_from_eval_diagnoses_the_answer_the_doctor_kept(tmp_path):
            "kb": str(tmp_path / "kb"), "baseline": {"correct": True, "refused": False, "trace_id": root.id},
            "doctor": {"correct": False, "refused": False, "trace_id": root.id}}
     (tmp_path / "items.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
-    d = diagnose_eval(tmp_path, lambda name: None)
+    d = diagnose_eval(tmp_path, "none")
     assert d["failed"] == 1 and d["items"][0]["trace_id"] == kept.id
     assert d["items"][0]["verdict"] == "generate"  # not "none": the kept answer is the wrong one

@@ -13,11 +13,8 @@ from rich.table import Table
 from ragclinic.cli.ingest import parse_pairs
 from ragclinic.cli.main import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.config import Settings
-from ragclinic.doctor import Doctor, DoctorResult
-from ragclinic.pipeline.cache import AnswerCacheFront
-from ragclinic.pipeline.runner import Pipeline, load_language_model
-from ragclinic.store.kb import KnowledgeBase
+from ragclinic.clinic import Clinic
+from ragclinic.doctor import DoctorResult
 from ragclinic.types import Answer
 
 ScopeOption = typer.Option([], "--scope", metavar="KEY=VALUE", show_default=False,
@@ -39,12 +36,11 @@ RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
                             help="Judge-rerank the top hits (slower, more precise).")
 
 
-def _pipeline(kb: Optional[Path], llm: Optional[str], quiet: bool) -> Pipeline:
-    settings = Settings.load(kb, llm=llm)
-    base = KnowledgeBase.open(settings)
-    warn = None if quiet else (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
-    lm, flags = load_language_model(settings, warn)
-    return Pipeline(base, lm=lm, lm_flags=flags)
+def open_clinic(kb: Optional[Path], llm: Optional[str], quiet: bool, **settings) -> Clinic:
+    """The CLI's Clinic: the knowledge base at ``kb`` (which must exist), warnings on stderr unless ``quiet``."""
+    c = Clinic.open(kb, llm=llm, on_warning=None if quiet else _warn, **settings)
+    c.kb  # noqa: B018 - fail now, before any model loads, when there is no knowledge base
+    return c
 
 
 @app.command("ask")
@@ -71,24 +67,15 @@ def ask_cmd(
     Exit code 0 for any answer, refusal or clarification; 2 for bad usage or an unusable knowledge base.
     """
     pairs = parse_pairs(scope, "--scope")
-    pipe = _pipeline(kb, llm, quiet=json_out)
-    use_doctor = pipe.settings.doctor if doctor is None else doctor
-    overridden = no_cache or interactive or top_k is not None or rerank is not None  # not what the key holds
-    cache = AnswerCacheFront(pipe, enabled=False if overridden else None, warn=None if json_out else _warn)
-    try:
-        if (hit := cache.lookup(question, pairs, use_doctor)) is not None:
-            return _print_cached(hit, json_out)
+    with open_clinic(kb, llm, quiet=json_out) as clinic:
         stream = None if json_out or not sys.stdout.isatty() else _printer()
-        if not use_doctor:
-            state, _ = pipe.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
-            result, answer = None, state.answer
-        else:
-            result = _doctor_ask(pipe, question, pairs, top_k, rerank, stream, interactive and not json_out)
-            answer = result.answer
-        payload = cache.keep(question, pairs, use_doctor, result.to_json() if result else answer.to_json())
-    finally:
-        cache.close()
-        pipe.kb.close()
+        seen = clinic.consult(question, pairs, doctor, top_k, rerank=rerank, on_token=stream,
+                              cache=False if (no_cache or interactive) else None,
+                              interactive=interactive and not json_out,
+                              reply=_reply)
+    if seen.cached:
+        return _print_cached(seen.payload, json_out)
+    payload, result, answer = seen.payload, seen.result, seen.answer
     if json_out:
         print_json(payload)
         return
@@ -119,19 +106,13 @@ def _print_cached(hit: dict, json_out: bool) -> None:
               f"{c['ms']:.0f} ms; --no-cache to ask again)[/]")
 
 
-def _doctor_ask(pipe: Pipeline, question: str, pairs, top_k, rerank, stream, interactive: bool) -> DoctorResult:
-    doc = Doctor(pipe, interactive=interactive)
-    result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=stream)
-    if interactive and result.answer.route == "clarify" and result.repairs:
-        out.print()
-        try:
-            reply = input(f"{result.answer.text}\n> ").strip()
-        except EOFError:
-            reply = ""
-        if reply:
-            doc.interactive = False  # one clarifying question per query
-            result = doc.ask(f"{question} {reply}", pairs, top_k=top_k, rerank=rerank, on_token=stream)
-    return result
+def _reply(clarifying_question: str) -> str:
+    """The user's answer to the doctor's clarifying question (empty at end of input)."""
+    out.print()
+    try:
+        return input(f"{clarifying_question}\n> ")
+    except EOFError:
+        return ""
 
 
 def print_repairs(result: DoctorResult) -> None:
@@ -179,9 +160,8 @@ def chat_cmd(
     """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
     asked together with the previous question so it has something to refer to."""
     pairs = parse_pairs(scope, "--scope")
-    pipe = _pipeline(kb, llm, quiet=False)
     previous = ""
-    try:
+    with open_clinic(kb, llm, quiet=False) as clinic:
         while True:
             try:
                 q = input("? ").strip()
@@ -190,17 +170,13 @@ def chat_cmd(
             if not q:
                 break
             asked = f"{previous} {q}" if previous and len(q.split()) <= 4 else q
-            if (pipe.settings.doctor if doctor is None else doctor):
-                result = _doctor_ask(pipe, asked, pairs, None, None, _printer(), interactive=True)
-                out.print()
-                if result.answer.text != result.initial.text:
-                    out.print(f"[bold]repaired answer:[/] {escape(result.answer.text)}", highlight=False)
-                print_sources(result.answer)
+            seen = clinic.consult(asked, pairs, doctor, on_token=_printer(), cache=False, interactive=True,
+                                  reply=_reply)
+            out.print()
+            result = seen.result
+            if result is not None and result.answer.text != result.initial.text:
+                out.print(f"[bold]repaired answer:[/] {escape(result.answer.text)}", highlight=False)
+            print_sources(seen.answer)
+            if result is not None:
                 print_repairs(result)
-            else:
-                state, _ = pipe.ask(asked, pairs, on_token=_printer())
-                out.print()
-                print_sources(state.answer)
             previous = q if len(q.split()) > 4 else asked
-    finally:
-        pipe.kb.close()

@@ -12,7 +12,7 @@ from rich.table import Table
 from ragclinic.cli.ingest import print_summary, ingest_with_progress
 from ragclinic.cli.main import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
-from ragclinic.config import Settings
+from ragclinic.clinic import Clinic
 from ragclinic.demo.corpus import QUESTIONS, write_demo_corpus
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.analyzer import analyze
@@ -33,21 +33,17 @@ def demo(
     """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese), ingest it, and ask
     four sample questions (one the corpus cannot answer, one compound question the doctor repairs)."""
     paths = write_demo_corpus(folder)
-    settings = Settings.load(kb or folder / ".ragclinic", llm=llm)
-    base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
-    try:
-        base.lock()
-        from ragclinic.ingest.runner import ingest
-
-        result = ingest(base, [folder]) if json_out else ingest_with_progress(base, [folder], False, False)
+    warn = None if json_out else (lambda m: out.print(f"[yellow]warning:[/] {escape(m)}"))
+    with Clinic.open(kb or folder / ".ragclinic", llm=llm, on_warning=warn, sync_indexes=False) as clinic:
+        result = clinic.ingest([folder]) if json_out else ingest_with_progress(clinic, [folder], False, False)
+        base = clinic.kb
         docs = [d for p in paths for d in base.db.find_documents(str(p.resolve()))]
         previews = {q: _preview(base, q) for q in QUERIES}
         stats = base.stats()
         if not json_out:
             _show_ingest(result, docs, previews)
-        answers = _ask(base, json_out)
-    finally:
-        base.close()
+        answers = _ask(clinic, json_out)
+        settings = clinic.settings
     if json_out:
         print_json({"ingest": result.to_json(), "stats": stats,
                     "documents": [{"path": d["path"], **_brief(d)} for d in docs], "search": previews,
@@ -58,20 +54,15 @@ def demo(
               f"ragclinic kb report {paths[0]} --kb {settings.kb}")
 
 
-def _ask(base: KnowledgeBase, quiet: bool) -> list[dict]:
+def _ask(clinic: Clinic, quiet: bool) -> list[dict]:
     from ragclinic.cli.ask import print_repairs, print_sources
-    from ragclinic.doctor import Doctor
-    from ragclinic.pipeline.runner import Pipeline, load_language_model
 
-    lm, flags = load_language_model(base.settings, None if quiet else
-                                    (lambda m: out.print(f"[yellow]warning:[/] {escape(m)}")))
-    pipe = Pipeline(base, lm=lm, lm_flags=flags)
     answers = []
     for q in QUESTIONS:
         if not quiet:
             out.print(f"\n[bold]ask[/] {escape(q)}")
         stream = None if quiet else (lambda piece: out.file.write(piece) or out.file.flush())
-        result = Doctor(pipe).ask(q, on_token=stream)
+        result = clinic.consult(q, doctor=True, on_token=stream, cache=False).result
         if not quiet:
             out.print()
             if result.answer.text != result.initial.text:

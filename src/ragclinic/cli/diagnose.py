@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.ask import LlmOption, ScopeOption, _pipeline
+from ragclinic.cli.ask import LlmOption, ScopeOption, open_clinic
 from ragclinic.cli.ingest import parse_pairs
 from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
@@ -59,16 +59,11 @@ def diagnose_cmd(
         return _from_eval(from_eval, llm, limit, json_out)
     if question and trace:
         raise fail("--question and --trace exclude each other: a trace already has its question")
-    from ragclinic.debugger import Debugger, Expectation
-
-    expect = Expectation((tuple(expected),) if expected else (), gold_doc or "", expect_refusal)
     if trace and llm is None:
         llm = _trace_model(kb, trace)  # re-run with the model that answered
-    pipe = _pipeline(kb, llm, quiet=json_out)
-    try:
-        d = Debugger(pipe).diagnose(expect, question=question, scope=parse_pairs(scope, "--scope"), trace_id=trace)
-    finally:
-        pipe.kb.close()
+    with open_clinic(kb, llm, quiet=json_out) as clinic:
+        d = clinic.diagnose(question, tuple(expected), trace, gold_doc, expect_refusal=expect_refusal,
+                            scope=parse_pairs(scope, "--scope"))
     if json_out:
         print_json(d.to_json())
     else:
@@ -89,30 +84,21 @@ def _print_diagnosis(d) -> None:
 
 
 def _trace_model(kb: Optional[Path], trace_id: str) -> Optional[str]:
-    from ragclinic.config import Settings
-    from ragclinic.store.kb import KnowledgeBase
-    from ragclinic.trace.store import load_trace
+    from ragclinic.clinic import Clinic
 
-    base = KnowledgeBase.open(Settings.load(kb), sync_indexes=False)
-    try:
-        return load_trace(base.db, trace_id).settings.get("llm")
-    finally:
-        base.close()
+    with Clinic.open(kb, sync_indexes=False) as c:
+        return c.trace(trace_id).settings.get("llm")
 
 
 def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
-    from ragclinic.config import Settings
+    from ragclinic.clinic import Clinic
     from ragclinic.debugger.latency import latency_profile
-    from ragclinic.store.kb import KnowledgeBase
-    from ragclinic.trace.store import list_traces, load_trace
+    from ragclinic.trace.store import list_traces
 
-    base = KnowledgeBase.open(Settings.load(kb), sync_indexes=False)
-    try:
-        trace = load_trace(base.db, trace_id)
-        others = [load_trace(base.db, r["id"]) for r in list_traces(base.db, 200, trace.debug_round_id)
+    with Clinic.open(kb, sync_indexes=False) as c:
+        trace = c.trace(trace_id)
+        others = [c.trace(r["id"]) for r in list_traces(c.kb.db, 200, trace.debug_round_id)
                   if r["id"] != trace.id and r["parent_id"]]
-    finally:
-        base.close()
     prof = latency_profile(trace, others)
     if json_out:
         print_json(prof)
@@ -132,24 +118,12 @@ def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
 
 
 def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> None:
-    from ragclinic.cli.eval import _progress
+    from ragclinic.cli.progress import progress_bar
     from ragclinic.debugger.from_eval import diagnose_eval, refresh_report
-    from ragclinic.pipeline.runner import load_language_model
 
-    from ragclinic.config import Settings
-
-    loaded: dict = {}
-
-    def model(name: str):
-        """--llm if given, else the model the run used (one load per model)."""
-        name = llm or name
-        if name not in loaded:
-            loaded[name], _ = load_language_model(Settings.load(None, llm=name), None if json_out else
-                                                  (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}")))
-        return loaded[name]
-
-    with _progress(json_out) as tick:
-        res = diagnose_eval(folder, model, limit=limit, progress=tick)
+    with progress_bar(json_out) as tick:
+        res = diagnose_eval(folder, llm, limit=limit, progress=tick,
+                            warn=None if json_out else (lambda m: err.print(f"[yellow]warning:[/] {escape(m)}")))
     refresh_report(folder, res)
     if json_out:
         print_json(res)

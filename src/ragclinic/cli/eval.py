@@ -10,11 +10,11 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
+from ragclinic.cli.progress import progress_bar
 from ragclinic.config import Settings
 
 TASKS = ("retrieval", "detection", "rag", "doctor")
@@ -66,7 +66,7 @@ def eval_cmd(
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
     data, chosen = _checked(task, dataset, no_doctor, ab, arms)
-    with _progress(json_out) as tick:
+    with progress_bar(json_out) as tick:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick, rerank)
         elif task == "rag":
@@ -133,16 +133,18 @@ def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False):
 
 
 def _judge(settings):
-    """The judge the settings name (the learned verifier by default; ``llm`` loads the language model)."""
+    """The judge the settings name (the learned verifier by default; ``llm`` loads the language model), or
+    None when it is word overlap only."""
+    from ragclinic.clinic import LOAD, Clinic
     from ragclinic.pipeline.gate.evidence import is_model_judge
-    from ragclinic.pipeline.runner import load_language_model
-    from ragclinic.verify import create_judge
 
-    lm = None
-    if settings.llm != "none" and settings.judge == "llm":
-        lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
-    judge = create_judge(settings.judge, lm)
-    return judge if is_model_judge(judge) else None
+    clinic = Clinic(settings, model=LOAD if settings.llm != "none" and settings.judge == "llm" else None,
+                    on_warning=_warn)
+    return clinic.judge if is_model_judge(clinic.judge) else None
+
+
+def _warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {escape(message)}")
 
 
 def _detection(data, limit, llm, tick):
@@ -176,7 +178,6 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     the faults): the same runner, checkpoint and report."""
     from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics
     from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
-    from ragclinic.pipeline.runner import load_language_model
 
     settings_ = [x.strip() for x in noise.split(",") if x.strip()]
     for x in settings_:
@@ -189,8 +190,10 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     if not todo:
         raise fail(f"no item of {data.source} can carry {noise!r} (faults need answering passages; noise and "
                    "missing need negative ones, counterfactual wrong ones)")
+    from ragclinic.clinic import Clinic
+
     settings = Settings.load(None, llm=llm)
-    lm, _ = load_language_model(settings, lambda m: err.print(f"[yellow]warning:[/] {escape(m)}"))
+    lm = Clinic(settings, on_warning=_warn).lm  # one model for every case (each case has its own clinic)
     checkpoint = None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -266,27 +269,6 @@ def _default_kb(source: Path) -> Path:
     digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
     name = source.parent.name if source.name == "corpus.jsonl" else source.stem
     return Settings().cache_dir / "eval" / f"{name}-{digest}"
-
-
-class _progress:
-    """A progress bar with ETA on stderr (silent with --json); yields tick(done, total)."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __enter__(self):
-        if self.quiet:
-            return lambda done, total: None
-        self.bar = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                            TimeRemainingColumn(), console=err, transient=True)
-        self.bar.__enter__()
-        self.task = self.bar.add_task("eval", total=None)
-        return lambda done, total: self.bar.update(self.task, completed=done, total=total)
-
-    def __exit__(self, *exc):
-        if not self.quiet:
-            self.bar.__exit__(*exc)
-        return False
 
 
 def _table(result: dict) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,9 +12,9 @@ from rich.table import Table
 
 from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
+from ragclinic.clinic import Clinic
 from ragclinic.config import Settings
-from ragclinic.ingest.runner import IngestAborted, IngestResult, ingest
-from ragclinic.store.kb import KnowledgeBase
+from ragclinic.ingest.runner import IngestAborted, IngestResult
 
 
 @app.command("ingest")
@@ -46,24 +45,18 @@ def ingest_cmd(
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
     tags = parse_pairs(tag, "--tag")
-    settings = Settings.load(kb, max_file_size=max_file_size, embedder=embedder)
-    new_folder = not settings.kb.exists()
-    base = KnowledgeBase.open(settings, create=True, sync_indexes=False)
+    clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False)
     try:
-        base.lock()
         if json_out:
-            result = ingest(base, paths, sync=sync, strict=strict, tags=tags, reparse=reparse)
+            result = clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse)
         else:
-            result = ingest_with_progress(base, paths, sync, strict, tags, reparse)
-    except IngestAborted as e:
-        base.close()
-        if new_folder:  # --strict keeps nothing: not even the empty knowledge base this run created
-            shutil.rmtree(settings.kb, ignore_errors=True)
+            result = ingest_with_progress(clinic, paths, sync, strict, tags, reparse)
+    except IngestAborted as e:  # --strict keeps nothing (Clinic.ingest removed a knowledge base it created)
         if json_out:
             print_json({**IngestResult().to_json(), "failed": [{"path": e.path, "reason": e.reason}]})
         raise
     finally:
-        base.close()
+        clinic.close()
     if json_out:
         print_json(result.to_json())
     else:
@@ -85,7 +78,7 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
     return out
 
 
-def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, strict: bool,
+def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: bool,
                          tags: dict[str, str] | None = None, reparse: bool = False) -> IngestResult:
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
@@ -98,7 +91,7 @@ def ingest_with_progress(base: KnowledgeBase, paths: list[Path], sync: bool, str
                        rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
-        return ingest(base, paths, sync=sync, strict=strict, tags=tags, reparse=reparse, on_progress=update)
+        return clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, on_progress=update)
 
 
 def print_summary(r: IngestResult) -> None:

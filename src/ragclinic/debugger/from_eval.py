@@ -32,38 +32,36 @@ def failed_rows(folder: Path) -> tuple[list[dict[str, Any]], str]:
     return bad, arm
 
 
-def diagnose_eval(folder: Path, load_model: Callable[[str], Any], *, limit: int = 0,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def diagnose_eval(folder: Path, llm: str | None = None, *, limit: int = 0,
+                  progress: Callable[[int, int], None] | None = None,
+                  warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The debugger over an eval run's failed items, each in its own knowledge base, with ``llm`` or else the
+    model the run used (loaded once per model and shared by the items' clinics)."""
+    from ragclinic.clinic import Clinic
     from ragclinic.config import Settings
-    from ragclinic.pipeline.runner import Pipeline
-    from ragclinic.store.kb import KnowledgeBase
-
-    from ragclinic.trace.store import load_trace
+    from ragclinic.pipeline.runner import load_language_model
 
     all_bad, arm = failed_rows(folder)
     bad = all_bad[:limit] if limit else all_bad
-    items, counts = [], Counter()
+    items, counts, loaded = [], Counter(), {}
     for i, row in enumerate(bad, start=1):
         if progress:
             progress(i, len(bad))
-        kb = None
         try:
-            kb = KnowledgeBase.open(Settings.load(Path(row["kb"])), sync_indexes=False)
-            trace = load_trace(kb.db, row[arm]["trace_id"])
-            kept = (trace.doctor or {}).get("answer_trace_id")  # the doctor's root trace → the answer it kept
-            if kept and kept != trace.id:
-                trace = load_trace(kb.db, kept)
-            expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
-                      Expectation(tuple(tuple(a) for a in row["expected"])))
-            lm = load_model(trace.settings.get("llm", "none"))  # the model the run used
-            d = Debugger(Pipeline(kb, lm=lm)).diagnose(expect, trace_id=trace.id)
+            with Clinic.open(Path(row["kb"]), sync_indexes=False) as probe:
+                name = llm or probe.trace(row[arm]["trace_id"]).settings.get("llm", "none")
+            if name not in loaded:
+                loaded[name], _ = load_language_model(Settings.load(None, llm=name), warn)
+            with Clinic.open(Path(row["kb"]), model=loaded[name], sync_indexes=False) as c:
+                trace = c.trace(row[arm]["trace_id"])
+                kept = (trace.doctor or {}).get("answer_trace_id")  # the doctor's root trace → the answer it kept
+                expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
+                          Expectation(tuple(tuple(a) for a in row["expected"])))
+                d = c.diagnose(trace_id=kept if kept and kept != trace.id else trace.id, expect=expect)
         except RagclinicError as e:
             items.append({"key": row["key"], "question": row["question"], "verdict": "error", "summary": str(e)})
             counts["error"] += 1
             continue
-        finally:
-            if kb is not None:
-                kb.close()
         counts[d.verdict] += 1
         items.append({"key": row["key"], "setting": row.get("setting"), "question": row["question"],
                       "verdict": d.verdict, "summary": d.layers[d.verdict].evidence.get("summary", "")

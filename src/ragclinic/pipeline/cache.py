@@ -21,6 +21,7 @@ _NOT_KEPT_FLAGS = ("llm_crashed", "llm_unavailable", "truncated")
 
 class AnswerCacheFront:
     def __init__(self, pipe, *, enabled: bool | None = None, warn: Callable[[str], None] | None = None) -> None:
+        """``pipe``: anything with the ``kb`` and ``settings`` it answers from (a Pipeline, a Clinic)."""
         self.pipe, self.warn = pipe, warn
         on = pipe.settings.answer_cache if enabled is None else enabled
         self.cache: AnswerCache | None = None

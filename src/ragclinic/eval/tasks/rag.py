@@ -71,22 +71,18 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
     return out
 
 
-def _item_kb(tmp: Path, docs: tuple[str, ...], base_settings):
-    from ragclinic.config import Settings
-    from ragclinic.ingest.runner import ingest
-    from ragclinic.store.kb import KnowledgeBase
+def _item_clinic(tmp: Path, docs: tuple[str, ...], base_settings, lm):
+    """A clinic over a knowledge base of the item's own passages (one text file each), with ``lm``."""
+    from ragclinic.clinic import Clinic
 
     root = tmp / "docs"
     root.mkdir(parents=True)
     for i, d in enumerate(docs):
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
-    s = Settings.load(tmp / "kb", **{**base_settings, "embedder": "none", "retriever": "lexical",
-                                     "top_k": PASSAGES, "context_k": PASSAGES})
-    kb = KnowledgeBase.open(s, create=True)
-    kb.lock()
-    ingest(kb, [root])
-    kb.unlock()
-    return kb
+    c = Clinic.open(tmp / "kb", model=lm, **{**base_settings, "embedder": "none", "retriever": "lexical",
+                                              "top_k": PASSAGES, "context_k": PASSAGES})
+    c.ingest(root)
+    return c
 
 
 def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None) -> dict[str, Any]:
@@ -164,8 +160,7 @@ def _naive(case: Case, lm) -> dict[str, Any] | None:
 
 
 def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
-    from ragclinic.doctor import Doctor
-    from ragclinic.pipeline.runner import Pipeline
+    from ragclinic.clinic import Clinic
 
     if not case.documents and shared_kb is None:
         from ragclinic.eval.datasets import DatasetError
@@ -176,29 +171,26 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
         if kb_root is not None and case.documents:
             where = kb_root / case_dir(case.key)
             shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
-        kb = _item_kb(where, case.documents, base_settings) if case.documents else shared_kb
-        try:
-            pipe = Pipeline(kb, lm=lm)
+        clinic = (_item_clinic(where, case.documents, base_settings, lm) if case.documents else
+                  Clinic.around(shared_kb, model=lm))
+        with clinic:
             t0 = time.perf_counter()
             first = _FirstToken()
-            if doctor:
-                res = Doctor(pipe).ask(case.asked, on_token=first)
-                total = (time.perf_counter() - t0) * 1000
-                base = _arm(res.initial, case, res.trace.total_ms, len(res.trace.model_calls), res.trace, first.at)
-                doc = _arm(res.answer, case, total, len(res.trace.model_calls) + res.summary["lm_calls"])
-                doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
-                if first.at is not None:
-                    doc["ttft_ms"] = round(first.at, 1)  # the answer streams before the examination
-                extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
-                         "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
-                         "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
-            else:
-                state, trace = pipe.ask(case.asked, on_token=first)
-                base, doc, extra = _arm(state.answer, case, trace.total_ms, len(trace.model_calls), trace,
-                                        first.at), None, {}
-        finally:
-            if kb is not shared_kb:
-                kb.close()
+            seen = clinic.consult(case.asked, doctor=doctor, on_token=first, cache=False)
+            total = (time.perf_counter() - t0) * 1000
+    trace, extra, doc = seen.trace, {}, None
+    if doctor:
+        res = seen.result
+        base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at)
+        doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"])
+        doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
+        if first.at is not None:
+            doc["ttft_ms"] = round(first.at, 1)  # the answer streams before the examination
+        extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
+                 "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
+                 "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
+    else:
+        base = _arm(seen.answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
     return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}
