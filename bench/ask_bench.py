@@ -41,9 +41,7 @@ def main() -> None:
         os.environ["RAGCLINIC_CACHE_DIR"] = str(args.cache)
     import psutil
 
-    from ragclinic.config import Settings
-    from ragclinic.pipeline.runner import Pipeline, load_language_model
-    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic.clinic import Clinic
 
     qids = [q.query_id for q in load_qrels()]
     claims = load_queries()
@@ -51,14 +49,12 @@ def main() -> None:
                  for q in dict.fromkeys(qids)][:args.questions]
     results = {}
     for name in args.llm:
-        settings = Settings.load(args.kb, llm=name)
-        kb = KnowledgeBase.open(settings)
+        clinic = Clinic.open(args.kb, llm=name)
         t0 = time.perf_counter()
-        lm, flags = load_language_model(settings)
+        if clinic.lm is None:
+            raise SystemExit(f"{name}: {clinic.model_flags}")
         load_s = time.perf_counter() - t0
-        if lm is None:
-            raise SystemExit(f"{name}: {flags}")
-        pipe = Pipeline(kb, lm=lm)
+        pipe = clinic.pipeline
         rows = []
         for q in questions:
             first: list[float] = []
@@ -90,7 +86,7 @@ def main() -> None:
                                                                     "ttft_answering_s", "total_answering_s")},
                          "answered": sum(r["route"] == "answer" for r in rows),
                          "rss_mb": round(psutil.Process().memory_info().rss / 2**20)}
-        kb.close()
+        clinic.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print("\n| model | load s | retrieve ms | scope ms | gate ms (judge calls) | answered by the gate | total s as asked | "

@@ -69,22 +69,17 @@ def correct(text: str, answer) -> bool:
     return any(norm(str(g)) in norm(text) for g in flat)
 
 
-def build(tmp: Path, docs: list[str], llm: str):
-    from ragclinic.config import Settings
-    from ragclinic.ingest.runner import ingest
-    from ragclinic.store.kb import KnowledgeBase
+def build(tmp: Path, docs: list[str], llm: str, lm):
+    from ragclinic.clinic import Clinic
 
     root = tmp / "docs"
     root.mkdir(parents=True)
     for i, d in enumerate(docs):
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
-    s = Settings.load(tmp / "kb", embedder="none", retriever="lexical", llm=llm, top_k=5, context_k=5,
-                      cache_dir=tmp / "cache")
-    kb = KnowledgeBase.open(s, create=True)
-    kb.lock()
-    ingest(kb, [root])
-    kb.unlock()
-    return kb
+    c = Clinic.open(tmp / "kb", model=lm, embedder="none", retriever="lexical", llm=llm, top_k=5, context_k=5,
+                    cache_dir=tmp / "cache")
+    c.ingest(root)
+    return c
 
 
 def main() -> None:
@@ -99,23 +94,20 @@ def main() -> None:
         rows = [json.loads(line) for line in open(args.summarise, encoding="utf-8")]
         print(json.dumps(summarise(rows), indent=2, ensure_ascii=False))
         return
+    from ragclinic.clinic import Clinic
     from ragclinic.config import Settings
-    from ragclinic.doctor import Doctor
-    from ragclinic.models.llm import create_language_model
-    from ragclinic.pipeline.runner import Pipeline
 
-    lm = create_language_model(args.llm, Settings(llm=args.llm)) if args.llm != "none" else None
+    lm = Clinic(Settings(llm=args.llm)).lm  # one model for every case
     rows = []
     Path(args.out).parent.mkdir(exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as log:
         for k, case in enumerate(cases(args.per_case, args.seed)):
             with tempfile.TemporaryDirectory() as d:
-                kb = build(Path(d), case["docs"], args.llm)
-                t0 = time.perf_counter()
-                res = Doctor(Pipeline(kb, lm=lm)).ask(case["query"])
-                total = time.perf_counter() - t0
-                base_ms = res.trace.total_ms
-                kb.close()
+                with build(Path(d), case["docs"], args.llm, lm) as clinic:
+                    t0 = time.perf_counter()
+                    res = clinic.consult(case["query"], doctor=True, cache=False).result
+                    total = time.perf_counter() - t0
+                    base_ms = res.trace.total_ms
             b, a = res.initial, res.answer
             row = {"kind": case["kind"], "query": case["query"],
                    "baseline": {"answer": b.text, "refused": b.refused, "correct": correct(b.text, case["answer"]) and not b.refused,

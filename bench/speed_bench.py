@@ -24,13 +24,9 @@ import time
 from pathlib import Path
 
 
-from ragclinic.config import Settings
+from ragclinic.clinic import Clinic
 from ragclinic.demo.corpus import QUESTIONS, write_demo_corpus
-from ragclinic.doctor import Doctor
-from ragclinic.ingest.runner import ingest
 from ragclinic.pipeline.cache import AnswerCacheFront
-from ragclinic.pipeline.runner import Pipeline, load_language_model
-from ragclinic.store.kb import KnowledgeBase
 
 from output import emit  # noqa: E402
 
@@ -41,14 +37,11 @@ MORE = ("What does the quality of the retrieval step bound?", "What happens to c
         "每次提问都会记录什么？")
 
 
-def _pipe(kb_dir: Path, llm: str, overrides: dict) -> Pipeline:
-    s = Settings.load(kb_dir, llm=llm, **overrides)
-    kb = KnowledgeBase.open(s)
-    lm, flags = load_language_model(s, None)
-    return Pipeline(kb, lm=lm, lm_flags=flags)
+def _clinic(kb_dir: Path, llm: str, overrides: dict) -> Clinic:
+    return Clinic.open(kb_dir, llm=llm, **overrides)
 
 
-def _one(pipe: Pipeline, q: str) -> dict:
+def _one(clinic: Clinic, q: str) -> dict:
     """One question with the doctor: the plain figures are its baseline run's (the root trace)."""
     first: list[float] = []
     t0 = time.perf_counter()
@@ -57,7 +50,7 @@ def _one(pipe: Pipeline, q: str) -> dict:
         if not first and piece.strip():
             first.append((time.perf_counter() - t0) * 1000)
 
-    res = Doctor(pipe).ask(q, on_token=on_token)
+    res = clinic.consult(q, doctor=True, on_token=on_token, cache=False).result
     ms = (time.perf_counter() - t0) * 1000
     trace = res.trace
     given = sum(c.prompt_tokens for c in trace.model_calls)
@@ -79,33 +72,26 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def _cache_figures(kb_dir: Path, llm: str, docs: Path) -> dict:
-    pipe = _pipe(kb_dir, llm, {})
-    front = AnswerCacheFront(pipe, enabled=True)
     out = []
-    for q in QUESTIONS:
-        if front.lookup(q, None, False) is None:
-            state, _ = pipe.ask(q)
-            front.keep(q, None, False, state.answer.to_json())
-        retyped = "  " + q.rstrip("?？").lower() + " ?"
-        t0 = time.perf_counter()
-        hit = front.lookup(retyped, None, False)
-        out.append({"question": q, "hit": hit is not None, "lookup_ms": round((time.perf_counter() - t0) * 1000, 2)})
-    front.close()
-    pipe.kb.close()
+    with _clinic(kb_dir, llm, {"answer_cache": True}) as clinic:
+        for q in QUESTIONS:
+            clinic.consult(q, doctor=False)  # answered, or already cached
+            retyped = "  " + q.rstrip("?？").lower() + " ?"
+            t0 = time.perf_counter()
+            hit = clinic.consult(retyped, doctor=False)
+            ms = round((time.perf_counter() - t0) * 1000, 2)
+            out.append({"question": q, "hit": hit.cached, "lookup_ms": ms if hit.cached else None})
     # a document changes: the same question must not come from the cache
     first = sorted(docs.rglob("*.md"))[0]
     first.write_text(first.read_text(encoding="utf-8") + "\n\nA sentence added after the first answers.\n",
                      encoding="utf-8")
-    kb = KnowledgeBase.open(Settings.load(kb_dir))
-    kb.lock()
-    ingest(kb, [docs])
-    kb.close()
-    pipe = _pipe(kb_dir, llm, {})
-    front = AnswerCacheFront(pipe, enabled=True)
-    stale = [front.lookup(q, None, False) is not None for q in QUESTIONS]
-    front.close()
-    pipe.kb.close()
-    return {"lookups": out, "p50_lookup_ms": statistics.median(x["lookup_ms"] for x in out),
+    with _clinic(kb_dir, "none", {"answer_cache": True}) as clinic:
+        clinic.ingest(docs)
+        front = AnswerCacheFront(clinic, enabled=True)
+        stale = [front.lookup(q, None, False) is not None for q in QUESTIONS]
+        front.close()
+    hits = [x["lookup_ms"] for x in out if x["lookup_ms"] is not None]
+    return {"lookups": out, "p50_lookup_ms": statistics.median(hits) if hits else None,
             "hits": sum(x["hit"] for x in out), "stale_after_change": sum(stale)}
 
 
@@ -153,11 +139,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         docs, kb_dir = Path(d) / "docs", Path(d) / "kb"
         write_demo_corpus(docs)
-        kb = KnowledgeBase.open(Settings.load(kb_dir), create=True)
-        kb.lock()
-        ingest(kb, [docs])
-        kb.close()
-        pipes = {arm: _pipe(kb_dir, a.llm, o) for arm, o in ARMS.items()}
+        with Clinic.open(kb_dir, llm="none") as c:
+            c.ingest(docs)
+        pipes = {arm: _clinic(kb_dir, a.llm, o) for arm, o in ARMS.items()}
         rows: dict[str, list[dict]] = {arm: [] for arm in ARMS}
         for arm in ARMS:  # warm-up, not measured: model loads, e5 loads, first-call costs
             _one(pipes[arm], "What is a warm-up question?")
@@ -166,7 +150,7 @@ def main() -> None:
             for arm in (list(ARMS) if i % 2 == 0 else list(reversed(ARMS))):
                 rows[arm].append(_one(pipes[arm], q))
         for p in pipes.values():
-            p.kb.close()
+            p.close()
         result = {"llm": a.llm, "questions": questions}
         for arm, rs in rows.items():
             result[arm] = {**_summary(rs), "rows": rs}

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.debugger.base import LAYERS, Expectation
-from ragclinic.debugger.debugger import Debugger
 from ragclinic.errors import RagclinicError
 from ragclinic.eval.tasks.rag import arm_ok
 

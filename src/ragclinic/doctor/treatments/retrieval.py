@@ -3,8 +3,6 @@ diversify the context across documents."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ragclinic.doctor.symptoms import Exam, Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.pipeline.gate.evidence import is_model_judge
