@@ -47,8 +47,8 @@ from ragclinic.ingest.runner import ingest  # noqa: E402
 from ragclinic.models.fake_llm import ScriptedLanguageModel  # noqa: E402
 from ragclinic.pipeline.runner import Pipeline  # noqa: E402
 from ragclinic.store.kb import KnowledgeBase  # noqa: E402
+from ragclinic.trace.model import LAYERS  # noqa: E402
 
-LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
 WRONG = {"en": "The documents say it was Springfield in 1999 [1].", "zh": "文件显示答案是上海，时间是1999年[1]。"}
 
 

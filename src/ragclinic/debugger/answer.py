@@ -5,7 +5,7 @@ generator answer right? The bad answer's claim-level support is reported alongsi
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
@@ -37,12 +37,12 @@ def _with_gold(case: Case, force_answer: bool = False):
 
 def _gold_in_context(case: Case) -> int | None:
     gold = case.gold_ids()
-    return next((p["n"] for p in case.passages() if p["hit"]["chunk"]["id"] in gold), None)
+    return next((p.n for p in case.passages() if p.chunk.id in gold), None)
 
 
 def probe_gate(case: Case) -> LayerReport:
-    span = case.trace.span("gate")
-    decision: dict[str, Any] = span.outputs.get("decision", {}) if span else {}
+    made = case.state_after("gate").decision if case.trace.span("gate") else None
+    decision: dict[str, Any] = asdict(made) if made is not None else {}  # as the report shows it
     if case.expect.expect_refusal:
         if decision.get("route") == "clarify":
             return ok("the gate asked a clarifying question instead of answering", decision=decision)
@@ -112,6 +112,6 @@ def probe_generate(case: Case) -> LayerReport:
 
 
 def _gold_n(trace, gold: set[str]) -> int | None:
-    span = trace.span("gate") or trace.span("scope")
-    passages = span.outputs.get("passages", []) if span else []
-    return next((p["n"] for p in passages if p["hit"]["chunk"]["id"] in gold), None)
+    layer = "gate" if trace.span("gate") else "scope" if trace.span("scope") else None
+    passages = trace.state_after(layer).passages if layer else ()
+    return next((p.n for p in passages if p.chunk.id in gold), None)

@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ragclinic.errors import RagclinicError
 from ragclinic.eval.metrics import answer_correct
-from ragclinic.types import Chunk, Hit
+from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.trace.model import LAYERS, Trace
+from ragclinic.types import Chunk, Hit, Passage
 
-LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
+__all__ = ["LAYERS", "STATUSES", "Case", "Expectation", "LayerReport", "Probe"]
+
 STATUSES = ("ok", "fault", "not_reached")
 
 
@@ -72,10 +75,10 @@ def not_reached(summary: str, **evidence) -> LayerReport:
 @dataclass
 class Case:
     """The question under examination and what the probes learn, in data-flow order (parse finds the gold
-    documents, chunk the gold chunks, retrieve their ranks...)."""
+    documents, chunk the gold chunks, retrieve their ranks...). Probes read the trace's typed states."""
 
-    pipeline: Any  # ragclinic.pipeline.runner.Pipeline
-    trace: Any  # the Trace being explained
+    pipeline: Any  # ragclinic.pipeline.runner.Pipeline (typed Any: the debugger sits above the pipeline's runner)
+    trace: Trace  # the Trace being explained
     expect: Expectation
     gold_docs: list[dict[str, Any]] = field(default_factory=list)  # rows: doc_id, path, record_key, text, tags
     located: dict[str, tuple[int, int]] = field(default_factory=dict)  # doc_id → answer span in the parsed text
@@ -89,19 +92,32 @@ class Case:
         return self.pipeline.kb
 
     @property
-    def request(self) -> dict[str, Any]:
-        return self.trace.request
+    def request(self) -> AskRequest:
+        return self.state_after("retrieve").request if self.trace.span("retrieve") else AskState(
+            AskRequest(self.trace.query)).request
 
-    def passages(self) -> list[dict[str, Any]]:
-        span = self.trace.span("gate") or self.trace.span("scope")
-        return span.outputs.get("passages", []) if span else []
+    def state_after(self, layer: str) -> AskState:
+        return self.trace.state_after(layer)
 
-    def hits(self) -> list[dict[str, Any]]:
-        span = self.trace.span("retrieve")
-        return span.outputs.get("hits", []) if span else []
+    def passages(self) -> tuple[Passage, ...]:
+        """The context as the generator got it (scored by the gate), or as the scope left it."""
+        for layer in ("gate", "scope"):
+            if self.trace.span(layer) is not None:
+                return self.state_after(layer).passages
+        return ()
+
+    def hits(self) -> tuple[Hit, ...]:
+        return self.state_after("retrieve").hits if self.trace.span("retrieve") else ()
 
     def gold_ids(self) -> set[str]:
         return {c.id for _, c in self.gold_chunks}
+
+
+class Probe(Protocol):
+    """A layer's counterfactual check: the case in, the layer's report out (ok, fault with a fix, or
+    not_reached with why). One per layer, in ``debugger.PROBES``."""
+
+    def __call__(self, case: Case) -> LayerReport: ...
 
 
 # ---------------------------------------------------------------- finding an answer in text

@@ -5,9 +5,10 @@ of the context?"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
+from ragclinic.pipeline.state import AskState
 from ragclinic.pipeline.scope.filters import Scope, resolve
 from ragclinic.text.support import content_terms
 
@@ -16,23 +17,24 @@ SHORT_CHUNK = 12  # tokens: below this a chunk rarely carries enough meaning to 
 
 
 def _ranks(case: Case) -> dict[str, int | None]:
-    """Each retriever's 1-based rank of the best gold chunk over the whole knowledge base (no filter)."""
-    from ragclinic.pipeline.retrieve import create_retriever
-
+    """Each retriever's 1-based rank of the best gold chunk over the whole knowledge base (no scope filter, no
+    version policy), by the retrieve layer itself."""
     gold = case.gold_ids()
+    question = replace(case.request, scope=Scope(), scope_pairs=(), top_k=DEPTH, rerank=False, search_queries=(),
+                       sub_questions=(), fusion_weights=())
     out: dict[str, int | None] = {}
     for name in ("lexical", "dense", "hybrid"):
         if name != "lexical" and case.kb.embedder is None:
             continue
-        hits = create_retriever(case.kb, name).retrieve(case.trace.query, DEPTH)
-        out[name] = next((i for i, h in enumerate(hits, start=1) if h.chunk.id in gold), None)
+        state, _ = case.pipeline.run_layer("retrieve", AskState(replace(question, retriever=name)),
+                                           scope_newest_version=False)
+        out[name] = next((i for i, h in enumerate(state.hits, start=1) if h.chunk.id in gold), None)
     return out
 
 
 def _allowed(case: Case) -> tuple[bool, str]:
     """Whether the request's scope admits a gold document, and if not, the rule that excludes it."""
-    req = case.request
-    scope = Scope.parse(dict(req.get("scope_pairs", ())) or dict(case.trace.scope))
+    scope = case.request.scope
     res = resolve(case.kb.db, scope, newest_only=case.kb.settings.scope_newest_version)
     gold_rows = {r for r, _ in case.gold_chunks}
     if res.allowed is None or gold_rows & res.allowed:
@@ -56,8 +58,8 @@ def probe_retrieve(case: Case) -> LayerReport:
         return not_reached("no gold chunk to look for")
     hits = case.hits()
     gold = case.gold_ids()
-    top_k = case.request.get("top_k", len(hits))
-    rank = next((i for i, h in enumerate(hits, start=1) if h["chunk"]["id"] in gold), None)
+    top_k = case.request.top_k
+    rank = next((i for i, h in enumerate(hits, start=1) if h.chunk.id in gold), None)
     if rank is not None:
         return ok(f"the gold chunk was retrieved at rank {rank} of {top_k}", rank=rank, top_k=top_k)
     allowed, rule = _allowed(case)
@@ -65,7 +67,7 @@ def probe_retrieve(case: Case) -> LayerReport:
     if not allowed:
         return ok(f"the gold chunk was outside the scope ({rule}), so no retriever could return it (see scope)",
                   ranks_unfiltered=ranks)
-    used = case.request.get("retriever", "hybrid")
+    used = case.request.retriever
     reasons = _miss_reasons(case, ranks)
     return fault(_miss_summary(ranks, used, top_k), _miss_fix(ranks, reasons, used, top_k), ranks=ranks,
                  top_k=top_k, retriever=used, reasons=reasons)
@@ -122,31 +124,29 @@ def probe_scope(case: Case) -> LayerReport:
                      "(`ragclinic kb tag`)", rule=rule)
     gold = case.gold_ids()
     passages = case.passages()
-    if any(p["hit"]["chunk"]["id"] in gold for p in passages):
-        n = next(p["n"] for p in passages if p["hit"]["chunk"]["id"] in gold)
+    if any(p.chunk.id in gold for p in passages):
+        n = next(p.n for p in passages if p.chunk.id in gold)
         return ok(f"the gold chunk reached the context as passage [{n}]", passage=n)
     hits = case.hits()
-    rank = next((i for i, h in enumerate(hits, start=1) if h["chunk"]["id"] in gold), None)
+    rank = next((i for i, h in enumerate(hits, start=1) if h.chunk.id in gold), None)
     if rank is None:
         return ok("the gold chunk would pass the filters and policies used (it was not retrieved)")
     return _dropped(case, rank, gold)
 
 
 def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
-    span = case.trace.span("scope")
-    excluded: list[dict[str, Any]] = span.outputs.get("excluded", []) if span else []
-    for e in excluded:
-        if e.get("chunk_id") in gold:
-            return fault(f"the gold chunk was excluded by {e.get('rule')}: {e.get('reason')}",
-                         f"excluded by scope rule {e.get('rule')}: {e.get('reason')}", rule=e.get("rule"))
-    k = case.request.get("context_k", len(case.passages()))
-    cap = case.request.get("max_per_doc")
+    after = case.state_after("scope") if case.trace.span("scope") else None
+    for e in after.excluded if after else ():
+        if e.chunk_id in gold:
+            return fault(f"the gold chunk was excluded by {e.rule}: {e.reason}",
+                         f"excluded by scope rule {e.rule}: {e.reason}", rule=e.rule)
+    k, cap = case.request.context_k, case.request.max_per_doc
     gold_docs = {c.doc_id for _, c in case.gold_chunks}
-    if cap and sum(p["hit"]["chunk"]["doc_id"] in gold_docs for p in case.passages()) >= cap:
+    if cap and sum(p.chunk.doc_id in gold_docs for p in case.passages()) >= cap:
         return fault(f"the gold chunk (rank {rank}) was dropped by the per-document cap {cap}",
                      "raise or remove the per-document cap (max_per_doc)", rank=rank)
     if rank <= k:
-        moved = span.outputs.get("reordered_by_authority") if span else None
+        moved = case.trace.span("scope").output.reordered_by_authority if after else None
         return fault(f"the gold chunk was retrieved at rank {rank} but left out of the context"
                      + (" after authority reordering" if moved else " (its document may have been deleted)"),
                      "check the authority policy (authority_tag / authority_boost) or re-ingest the document",

@@ -62,11 +62,12 @@ def probe_parse(case: Case) -> LayerReport:
 def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
     """Documents whose raw source states the answer, among those a search for the question and the answer
     ranks first (reading every raw file of a large knowledge base would take too long)."""
-    from ragclinic.pipeline.retrieve import create_retriever
+    from ragclinic.pipeline.scope.filters import Scope
+    from ragclinic.pipeline.state import AskRequest, AskState
 
-    retriever = create_retriever(case.kb, "lexical")
-    ids = list(dict.fromkeys(h.chunk.doc_id for h in retriever.retrieve(
-        case.trace.query + " " + " ".join(answers), 30)))[:10]
+    search = AskRequest(case.trace.query + " " + " ".join(answers), Scope(), top_k=30, retriever="lexical")
+    found, _ = case.pipeline.run_layer("retrieve", AskState(search), scope_newest_version=False)
+    ids = list(dict.fromkeys(h.chunk.doc_id for h in found.hits))[:10]
     docs = documents(case.kb.db, f"WHERE doc_id IN ({','.join('?' * len(ids))})", tuple(ids)) if ids else []
     out = []
     for d in docs:

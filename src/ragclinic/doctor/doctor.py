@@ -22,7 +22,8 @@ from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.pipeline.gate.evidence import threshold as evidence_threshold
 from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import Judge
-from ragclinic.pipeline.gate.templates import language_of, render
+from ragclinic.pipeline.gate.templates import render
+from ragclinic.text.lang import language_of
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.model import Trace
@@ -170,9 +171,7 @@ class Doctor:
         return Exam(state, trace, self.pipe.kb, self.settings, judge, budget, tier, self.interactive)
 
     def _judge(self, lm) -> Judge | None:
-        from ragclinic.verify import create_judge
-
-        judge = create_judge(self.settings.judge, lm)
+        judge = self.pipe.judge_for(lm)
         return judge if is_model_judge(judge) else None
 
     # ------------------------------------------------------------------ outcome
@@ -206,7 +205,7 @@ class _Session:
 
     def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None) -> None:
         self.doctor, self.s, self.budget, self.lm, self.judge = doctor, doctor.settings, budget, lm, judge
-        self.pipe = Pipeline(doctor.pipe.kb, lm=lm, lm_flags=doctor.pipe.lm_flags, settings=doctor.settings)
+        self.pipe = doctor.pipe.with_model(lm)
         self.pipe.fallback_on_crash = False  # a crash during a repair ends the repairs (Doctor.treat)
         self.initial: Visit | None = None
         self.current: Visit | None = None

@@ -21,7 +21,7 @@ from ragclinic.errors import LayerError, ParseError, RagclinicError
 from ragclinic.ingest.discover import discover, read_sidecar, read_source
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
-from ragclinic.pipeline.chunk.context import index_text
+from ragclinic.text.headers import index_text
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
 from ragclinic.native import in_layer, native
 from ragclinic.store.kb import KnowledgeBase

@@ -67,6 +67,24 @@ class Pipeline:
         self.fallback_on_crash = True  # the doctor's re-runs turn this off: a crash ends its repairs instead
 
     # ------------------------------------------------------------------ public
+    def with_model(self, lm: LanguageModel | None) -> "Pipeline":
+        """This pipeline (knowledge base, settings, model flags) over another model — the doctor's re-runs use
+        the budget-limited wrapper of the same model."""
+        return Pipeline(self.kb, lm=lm, lm_flags=self.lm_flags, settings=self.settings)
+
+    def judge_for(self, lm: LanguageModel | None) -> Judge:
+        """The judge the settings name, over ``lm`` (what every layer of a run with ``lm`` uses)."""
+        return self._judge(lm)
+
+    def run_layer(self, layer: str, state: AskState, **overrides: Any) -> tuple[AskState, dict[str, Any]]:
+        """One layer's function on ``state`` (no trace; the model only through the live one): what the debugger's
+        probes use to ask "what would this layer do with that?". ``overrides``: settings for this call only."""
+        if layer not in QUERY_LAYERS:
+            raise RagclinicError(f"no query layer {layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
+        settings = self.settings.model_copy(update=overrides) if overrides else self.settings
+        ctx = RunContext(self.kb, settings, self.lm, self._judge(self.lm), self._generator(self.lm))
+        return self._layer(ctx, layer, state)
+
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
             rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
             save: bool = True) -> tuple[AskState, Trace]:

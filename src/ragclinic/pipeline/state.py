@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ragclinic.config import Settings
 from ragclinic.pipeline.scope.filters import Scope
 from ragclinic.types import Answer, Conflict, Exclusion, GateDecision, Hit, Passage
+
+
+_DEFAULT = {k: Settings.model_fields[k].default for k in ("top_k", "context_k", "retriever", "rerank")}
 
 
 @dataclass(frozen=True)
@@ -13,10 +17,11 @@ class AskRequest:
     question: str
     scope: Scope = field(default_factory=Scope)
     scope_pairs: tuple[tuple[str, str], ...] = ()  # as the user gave them (for the trace)
-    top_k: int = 10
-    context_k: int = 5
-    retriever: str = "hybrid"
-    rerank: bool = False
+    # the defaults are the settings' (config.py is the one place they are written)
+    top_k: int = _DEFAULT["top_k"]
+    context_k: int = _DEFAULT["context_k"]
+    retriever: str = _DEFAULT["retriever"]
+    rerank: bool = _DEFAULT["rerank"]
     # --- set by the doctor's treatments (defaults: the plain pipeline)
     search_queries: tuple[str, ...] = ()  # retrieve: run these instead of the question, merged
     sub_questions: tuple[str, ...] = ()  # retrieve each, share the context, answer each (compound, readings)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import StoreError
-from ragclinic.pipeline.chunk.context import index_text
+from ragclinic.text.headers import index_text
 from ragclinic.types import Chunk, ChunkReport, DocInfo, ParsedDocument, ParseReport
 
 SCHEMA_VERSION = 3  # 2: documents.tags; 3: traces

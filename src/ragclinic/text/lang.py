@@ -38,3 +38,8 @@ def detect_language(text: str) -> str:
     if cjk + latin == 0:
         return "und"
     return "zh" if cjk / (cjk + latin) >= 0.3 else "en"
+
+
+def language_of(text: str) -> str:
+    """The language to answer ``text`` in: "zh" for Chinese, else "en" (templates and prompts exist in both)."""
+    return "zh" if detect_language(text) == "zh" else "en"

@@ -9,7 +9,8 @@ from dataclasses import replace
 from ragclinic.doctor.detectors.faithfulness import rule_risk
 from ragclinic.doctor.symptoms import Exam, Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change
-from ragclinic.pipeline.gate.templates import language_of, render
+from ragclinic.pipeline.gate.templates import render
+from ragclinic.text.lang import language_of
 from ragclinic.pipeline.generate.base import GenerateInput
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.scope.policies import authority_level, version_key

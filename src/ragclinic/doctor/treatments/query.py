@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ragclinic.doctor.symptoms import Exam, Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
-from ragclinic.pipeline.gate.templates import language_of
+from ragclinic.text.lang import language_of
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.support import content_terms
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragclinic.text.lang import detect_language
+from ragclinic.text.lang import language_of
 
 _TEXT = {
     "en": {
@@ -37,10 +37,6 @@ _TEXT = {
         "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{evidence}），请谨慎对待。",
     },
 }
-
-
-def language_of(question: str) -> str:
-    return "zh" if detect_language(question) == "zh" else "en"
 
 
 def render(key: str, question: str, **values: str) -> str:

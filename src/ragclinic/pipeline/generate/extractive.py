@@ -11,7 +11,8 @@ import math
 
 from ragclinic.models.llm import TokenCallback
 from ragclinic.pipeline.chunk.sentences import split_sentences
-from ragclinic.pipeline.gate.templates import language_of, render
+from ragclinic.pipeline.gate.templates import render
+from ragclinic.text.lang import language_of
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput, number_of
 from ragclinic.text.support import content_terms
 

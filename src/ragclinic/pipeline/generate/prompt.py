@@ -54,6 +54,6 @@ def build_messages(inp: GenerateInput) -> list[Message]:
 
 
 def _is_zh(text: str) -> bool:
-    from ragclinic.pipeline.gate.templates import language_of
+    from ragclinic.text.lang import language_of
 
     return language_of(text) == "zh"

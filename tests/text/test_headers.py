@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from helpers import build_kb
-from ragclinic.pipeline.chunk.context import index_text
+from ragclinic.text.headers import index_text
 from ragclinic.pipeline.retrieve import create_retriever
 
 
