@@ -1,6 +1,6 @@
 """Retrieve layer: lexical (BM25), dense (e5) and hybrid (convex or reciprocal rank fusion) retrievers."""
 
-from ragclinic.pipeline.retrieve import dense, fake, hybrid, lexical  # noqa: F401  (register the built-ins)
+from ragclinic.pipeline.retrieve import dense, hybrid, lexical  # noqa: F401  (register the built-ins)
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, Retriever
 from ragclinic.pipeline.retrieve.hybrid import rrf
 from ragclinic.store.kb import KnowledgeBase

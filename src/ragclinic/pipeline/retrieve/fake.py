@@ -1,20 +1,19 @@
 """A retriever for tests: every chunk scored by the share of the query's content terms it holds (no index).
 
-Registered as ``fake`` (``retriever = "fake"``); exact and dependency-free, so a test's ranking is known in
-advance. Reads every chunk per query: for small test knowledge bases only.
+Not registered (users are not offered it); exact and dependency-free, so a test's ranking is known in advance.
+Reads every chunk per query: for small test knowledge bases only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
-from ragclinic.pipeline.retrieve.base import RETRIEVERS, to_hits
+from ragclinic.pipeline.retrieve.base import to_hits
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.support import coverage
 from ragclinic.types import Hit
 
 
-@RETRIEVERS.register("fake")
 class FakeRetriever:
     name = "fake"
 
