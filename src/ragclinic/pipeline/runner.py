@@ -119,8 +119,9 @@ class Pipeline:
             raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
         tape = Tape()
         lm = None
-        if self.lm is not None or frozen is not None:
-            lm = RecordingModel(self.lm, tape, list(frozen or ()))
+        frozen = list(frozen) if frozen is not None else None
+        if self.lm is not None or frozen:  # a replay of a run that had no model runs without one too
+            lm = RecordingModel(self.lm, tape, frozen or ())
         ctx = RunContext(self.kb, self.settings, lm, self._judge(lm), self._generator(lm), on_token,
                          list(self.lm_flags))
         trace_id, t_start, spans = new_trace_id(), time.perf_counter(), []
