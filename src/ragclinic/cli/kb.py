@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ragclinic.cli.main import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.config import Settings
+from ragclinic.clinic import Clinic
 from ragclinic.store.kb import KnowledgeBase
 
 kb_app = typer.Typer(help="Inspect a knowledge base.", no_args_is_help=True)
@@ -19,7 +19,8 @@ app.add_typer(kb_app, name="kb")
 
 
 def _open(kb: Optional[Path]) -> KnowledgeBase:
-    return KnowledgeBase.open(Settings.load(kb))
+    """The knowledge base of a (model-less) Clinic: these commands read and tag the store only."""
+    return Clinic.open(kb).kb
 
 
 @kb_app.command("stats")

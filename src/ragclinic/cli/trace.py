@@ -11,17 +11,16 @@ from rich.table import Table
 
 from ragclinic.cli.main import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.config import Settings
-from ragclinic.store.kb import KnowledgeBase
+from ragclinic.clinic import Clinic
 from ragclinic.trace.model import Trace
-from ragclinic.trace.store import list_traces, load_trace
+from ragclinic.trace.store import list_traces
 
 trace_app = typer.Typer(help="Inspect saved query traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
 
-def _open(kb: Optional[Path]) -> KnowledgeBase:
-    return KnowledgeBase.open(Settings.load(kb), sync_indexes=False)
+def _open(kb: Optional[Path]) -> Clinic:
+    return Clinic.open(kb, sync_indexes=False)
 
 
 @trace_app.command("list")
@@ -31,11 +30,8 @@ def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--lim
              all_: bool = typer.Option(False, "--all", help="Include the doctor's and debugger's re-runs."),
              json_out: bool = JsonOption) -> None:
     """The most recent queries, newest first (re-runs with --all, or --round ID)."""
-    base = _open(kb)
-    try:
-        rows = list_traces(base.db, limit, round_id, reruns=all_)
-    finally:
-        base.close()
+    with _open(kb) as clinic:
+        rows = list_traces(clinic.kb.db, limit, round_id, reruns=all_)
     if json_out:
         print_json({"traces": rows})
         return
@@ -51,11 +47,8 @@ def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--lim
 def show_cmd(trace_id: str = typer.Argument(..., help="Trace id (or a unique prefix)."),
              kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
     """One trace: a timeline of the layers, what each produced, and every model call."""
-    base = _open(kb)
-    try:
-        trace = load_trace(base.db, trace_id)
-    finally:
-        base.close()
+    with _open(kb) as clinic:
+        trace = clinic.trace(trace_id)
     if json_out:
         print_json(trace.to_dict())
         return
@@ -110,20 +103,20 @@ def render_doctor(trace: Trace) -> None:
 def _summary(span) -> str:
     if span.status == "error":
         return span.error  # e.g. the model worker crashed; the layer ran again without the model
-    o = span.outputs
+    o = span.output  # typed (trace/views.py)
     if span.layer == "retrieve":
-        allowed = o.get("allowed_chunks")
-        return (f"{len(o.get('hits', []))} hits via {o.get('retriever')}"
-                + (" + rerank" if o.get("rerank") else "") + (f", scope allows {allowed} chunks" if allowed is not None else ""))
+        return (f"{len(o.hits)} hits via {o.retriever}" + (" + rerank" if o.rerank else "")
+                + (f", scope allows {o.allowed_chunks} chunks" if o.allowed_chunks is not None else ""))
     if span.layer == "scope":
-        return (f"{len(o.get('passages', []))} passages, {len(o.get('excluded', []))} docs excluded, "
-                f"{len(o.get('conflicts', []))} conflicts, {o.get('reordered_by_authority', 0)} moved by authority")
+        return (f"{len(o.passages)} passages, {len(o.excluded)} docs excluded, {len(o.conflicts)} conflicts, "
+                f"{o.reordered_by_authority or 0} moved by authority")
     if span.layer == "gate":
-        d = o.get("decision", {})
-        return f"{d.get('route')} ({d.get('question_type')}): {d.get('reason')}"
+        d = o.decision
+        return f"{d.route} ({d.question_type}): {d.reason}"
     if span.layer == "generate":
-        a = o.get("answer", {})
-        claims = a.get("claims", [])
-        ok = sum(c["verdict"] == "supported" for c in claims)
-        return f"{a.get('generator')}: {ok}/{len(claims)} claims supported, {len(a.get('flags', []))} flags"
+        a = o.answer
+        ok = sum(c.verdict == "supported" for c in a.claims)
+        return f"{a.generator}: {ok}/{len(a.claims)} claims supported, {len(a.flags)} flags"
+    if span.layer == "change":
+        return f"the re-run started from a changed state: {', '.join(span.input.changed) or 'nothing'}"
     return ""
