@@ -43,8 +43,7 @@ def raw_text(path: str, record_key: str = "", settings=None) -> str:
 
 
 def _jsonl_record(data: bytes, key: str, settings) -> str:
-    ids = list(getattr(settings, "jsonl_id_fields", ["_id", "id"]))
-    field = getattr(settings, "jsonl_text_field", "text")
+    ids, field = list(settings.jsonl_id_fields), settings.jsonl_text_field
     for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             obj = json.loads(line)
