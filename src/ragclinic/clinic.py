@@ -181,40 +181,47 @@ class Clinic:
     def consult(self, question: str, scope: dict[str, str] | None = None, doctor: bool | None = None,
                 top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
                 cache: bool | None = None, interactive: bool = False,
-                reply: Callable[[str], str] | None = None) -> Consultation:
+                reply: Callable[[str], str] | None = None, enforced: dict[str, str] | None = None,
+                on_span=None) -> Consultation:
         """``ask`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
-        ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``."""
+        ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``.
+        ``enforced``: tags every passage must carry whatever ``scope`` asks (the server's tenant of a key);
+        ``on_span(span, state)``: called as each layer of the plain run finishes."""
         from ragclinic.pipeline.cache import AnswerCacheFront
 
         pairs = dict(scope or {})
+        keyed = {**pairs, **{f"\x00enforced:{k}": v for k, v in (enforced or {}).items()}}  # the cache's scope
         use_doctor = self.settings.doctor if doctor is None else doctor
         overridden = interactive or top_k is not None or rerank is not None  # not what a cache key holds
         # the cache needs the knowledge base only: a cached answer loads no model
         front = AnswerCacheFront(self, enabled=False if (overridden or cache is False) else None, warn=self._warn)
         try:
-            if (hit := front.lookup(question, pairs, use_doctor)) is not None:
+            if (hit := front.lookup(question, keyed, use_doctor)) is not None:
                 return Consultation(Answer.from_json(hit), hit, None, True, None)
             if not use_doctor:
-                state, trace = self.pipeline.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+                state, trace = self.pipeline.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token,
+                                                 enforced=enforced, on_span=on_span)
                 answer, result = replace(state.answer, model_calls=len(trace.model_calls)), None
-                payload = front.keep(question, pairs, False, answer.to_json())
+                payload = front.keep(question, keyed, False, answer.to_json())
                 return Consultation(answer, payload, None, False, trace)
             else:
-                result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply)
+                result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply,
+                                          {"enforced": enforced, "on_span": on_span})
                 answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
                                  model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
-                payload = front.keep(question, pairs, True, result.to_json())
+                payload = front.keep(question, keyed, True, result.to_json())
                 return Consultation(answer, payload, result, False, result.trace)
         finally:
             front.close()
 
-    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply):
+    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply, extra):
         doc = self.doctor(interactive=interactive)
-        result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+        result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token, **extra)
         if interactive and reply is not None and result.answer.route == "clarify" and result.repairs:
             if said := reply(result.answer.text).strip():
                 doc.interactive = False  # one clarifying question per query
-                result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+                result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token,
+                                 **extra)
         return result
 
     # ------------------------------------------------------------------ traces

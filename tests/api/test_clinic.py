@@ -105,3 +105,24 @@ def test_asking_before_ingesting_names_the_fix_and_creates_nothing(tmp_path):
         with pytest.raises(StoreError, match="ingest"):
             c.ask("anything?")
     assert not (tmp_path / "nokb").exists()
+
+
+def test_an_enforced_tenant_sees_only_its_documents_whatever_scope_is_asked(tmp_path):
+    root = tmp_path / "docs"
+    for tenant, text in (("acme", "The acme refund window is 45 days."), ("globex", "The globex refund window is 7 days.")):
+        (root / tenant).mkdir(parents=True)
+        (root / tenant / "refunds.md").write_text(f"# Refunds\n\n{text}\n", encoding="utf-8")
+    with _open(tmp_path, replies=("The refund window is 45 days [1].",) * 20, llm="none") as c:
+        c.ingest([root / "acme"], tags={"tenant": "acme"})
+        c.ingest([root / "globex"], tags={"tenant": "globex"})
+        for scope in (None, {"tenant": "globex"}, {"path": "*globex*"}, {"tenant": "acme"}):
+            seen = c.consult("What is the refund window?", scope, doctor=False, cache=False,
+                             enforced={"tenant": "acme"})
+            docs = {p.doc.tags.get("tenant") for p in seen.trace.state_after("scope").passages}
+            assert docs <= {"acme"}, (scope, docs)
+            assert "globex" not in seen.answer.text and "7 days" not in seen.answer.text
+            if scope in ({"tenant": "globex"}, {"path": "*globex*"}):
+                assert seen.answer.refused and not docs  # as if globex's documents did not exist
+        # the re-runs and replays keep the enforcement (it is part of the recorded request)
+        t = c.trace(seen.trace.id)
+        assert t.state_after("retrieve").request.enforced == (("tenant", "acme"),)

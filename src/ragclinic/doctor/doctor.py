@@ -77,8 +77,10 @@ class Doctor:
 
     # ------------------------------------------------------------------ public
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
-            rerank: bool | None = None, on_token=None) -> DoctorResult:
-        state, trace = self.pipe.ask(question, scope_pairs, top_k=top_k, rerank=rerank, on_token=on_token)
+            rerank: bool | None = None, on_token=None, enforced: dict[str, str] | None = None,
+            on_span=None) -> DoctorResult:
+        state, trace = self.pipe.ask(question, scope_pairs, top_k=top_k, rerank=rerank, on_token=on_token,
+                                     enforced=enforced, on_span=on_span)
         return self.treat(state, trace)
 
     def treat(self, state: AskState, trace: Trace) -> DoctorResult:

@@ -75,6 +75,8 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         doc = docs.get(h.chunk.doc_id)
         if doc is None:  # deleted since the search: never cite what is gone
             continue
+        if any(doc.tags.get(k) != v for k, v in req.enforced):  # the retrieve pre-filter applied it; twice is safer
+            continue
         if h.chunk.id in req.quarantine:
             excluded.append(Exclusion(h.chunk.id, h.chunk.doc_id, "quarantine",
                                       "the passage addresses the model (injected instruction)"))

@@ -31,6 +31,7 @@ from ragclinic.trace.states import change_span, request_to_dict, start_of
 from ragclinic.trace.store import save_trace
 
 _SECRET_SETTINGS = {"openai_api_key"}
+SpanCallback = Callable[[Span, AskState], None]
 
 
 @dataclass
@@ -87,13 +88,19 @@ class Pipeline:
 
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
             rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
-            save: bool = True) -> tuple[AskState, Trace]:
+            save: bool = True, enforced: dict[str, str] | None = None, on_span: SpanCallback | None = None
+            ) -> tuple[AskState, Trace]:
+        """``enforced``: tags every passage must carry whatever ``scope_pairs`` ask for (a server key's tenant);
+        ``on_span(span, state)`` is called as each layer finishes (the server's streamed events)."""
         s = self.settings
         pairs = dict(scope_pairs or {})
-        req = AskRequest(question=question, scope=Scope.parse(pairs), scope_pairs=tuple(sorted(pairs.items())),
-                         top_k=top_k or s.top_k, context_k=min(s.context_k, top_k or s.top_k),
-                         retriever=s.retriever, rerank=s.rerank if rerank is None else rerank)
-        return self.run(AskState(req), "retrieve", on_token=on_token, debug_round_id=debug_round_id, save=save)
+        must = tuple(sorted((enforced or {}).items()))
+        req = AskRequest(question=question, scope=Scope.parse(pairs).require(must),
+                         scope_pairs=tuple(sorted(pairs.items())), top_k=top_k or s.top_k,
+                         context_k=min(s.context_k, top_k or s.top_k), retriever=s.retriever,
+                         rerank=s.rerank if rerank is None else rerank, enforced=must)
+        return self.run(AskState(req), "retrieve", on_token=on_token, debug_round_id=debug_round_id, save=save,
+                        on_span=on_span)
 
     def rerun(self, trace: Trace, from_layer: str, *, change: Callable[[AskState], AskState] | None = None,
               frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True
@@ -111,7 +118,8 @@ class Pipeline:
 
     def run(self, state: AskState, from_layer: str, *, on_token: TokenCallback | None = None,
             debug_round_id: str = "", parent: Trace | None = None, frozen: Iterable[ModelCall] | None = None,
-            save: bool = True, change: Span | None = None) -> tuple[AskState, Trace]:
+            save: bool = True, change: Span | None = None, on_span: SpanCallback | None = None
+            ) -> tuple[AskState, Trace]:
         """Run from ``from_layer`` on. ``frozen`` (replay): model calls are answered from these records,
         and a call they lack goes to the live model, or fails when there is none. ``change``: the span of the
         change a re-run applied to ``state`` (kept in the trace before the layers it ran)."""
@@ -145,6 +153,8 @@ class Pipeline:
                 state, outputs = self._layer(ctx, layer, state)
             spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()),
                               _inputs(layer, state), outputs))
+            if on_span is not None:
+                on_span(spans[-1], state)
         trace = Trace(id=trace_id, debug_round_id=debug_round_id or trace_id, created=time.time(),
                       query=state.request.question, scope=dict(state.request.scope_pairs),
                       settings=self._settings_dump(), kb_version=self.kb.db.version, spans=tuple(spans),

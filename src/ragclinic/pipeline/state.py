@@ -22,6 +22,7 @@ class AskRequest:
     context_k: int = _DEFAULT["context_k"]
     retriever: str = _DEFAULT["retriever"]
     rerank: bool = _DEFAULT["rerank"]
+    enforced: tuple[tuple[str, str], ...] = ()  # tags every passage must have, whatever the scope asked (a key's tenant)
     # --- set by the doctor's treatments (defaults: the plain pipeline)
     search_queries: tuple[str, ...] = ()  # retrieve: run these instead of the question, merged
     sub_questions: tuple[str, ...] = ()  # retrieve each, share the context, answer each (compound, readings)

@@ -21,7 +21,7 @@ from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclu
 from ragclinic.trace.model import CHANGE, QUERY_LAYERS, Span, Trace
 
 _REQUEST_FIELDS = {f.name for f in fields(AskRequest)}
-_TUPLES = {"scope_pairs", "search_queries", "sub_questions", "quarantine", "fusion_weights"}
+_TUPLES = {"scope_pairs", "search_queries", "sub_questions", "quarantine", "fusion_weights", "enforced"}
 
 
 def _check_layer(layer: str) -> None:
@@ -38,7 +38,8 @@ def request_to_dict(r: AskRequest) -> dict[str, Any]:
 def request_from_dict(d: dict[str, Any]) -> AskRequest:
     d = {k: tuple(tuple(x) if isinstance(x, list) else x for x in v) if k in _TUPLES else v
          for k, v in d.items() if k in _REQUEST_FIELDS and k != "scope"}
-    return AskRequest(**{**d, "scope": Scope.parse(dict(d.get("scope_pairs", ())))})
+    enforced = tuple(d.get("enforced", ()))
+    return AskRequest(**{**d, "scope": Scope.parse(dict(d.get("scope_pairs", ()))).require(enforced)})
 
 
 def request_from_trace(trace: Trace) -> AskRequest:

@@ -25,6 +25,12 @@ class Scope:
     date_from: dt.date | None = None  # on the "date" tag, else the file's modification date
     date_to: dt.date | None = None
 
+    def require(self, pairs: tuple[tuple[str, str], ...]) -> "Scope":
+        """This scope and these tags too (a server key's tenant): a request that names another value of the
+        same key then matches nothing, as if those documents did not exist."""
+        return Scope(self.doc_ids, self.paths, tuple(sorted(set(self.tags) | set(pairs))), self.date_from,
+                     self.date_to) if pairs else self
+
     @property
     def unrestricted(self) -> bool:
         return not (self.doc_ids or self.paths or self.tags or self.date_from or self.date_to)
