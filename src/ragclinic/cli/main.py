@@ -49,7 +49,7 @@ def print_json(data: Any) -> None:
 
 
 def _register() -> None:
-    from ragclinic.cli import ask, check, demo, diagnose, eval, ingest, kb, trace  # noqa: F401  (each module adds its commands)
+    from ragclinic.cli import ask, check, demo, diagnose, eval, ingest, kb, serve, trace  # noqa: F401  (each module adds its commands)
 
 
 def main() -> None:

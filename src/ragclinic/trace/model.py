@@ -81,6 +81,7 @@ class Trace:
     repairs: tuple[dict[str, Any], ...] = ()  # the doctor's treatments, accepted or not
     request: dict[str, Any] = field(default_factory=dict)  # the AskRequest (with any treatment's changes)
     doctor: dict[str, Any] = field(default_factory=dict)  # the doctor's outcome: answer kept, budget used
+    feedback: tuple[dict[str, Any], ...] = ()  # users' ratings (1 / -1) and notes, newest last
 
     def span(self, layer: str) -> Span | None:
         """The layer's span that produced the state (not one that ended in an error)."""
@@ -117,4 +118,5 @@ class Trace:
         d["model_calls"] = tuple(ModelCall(**c) for c in d.get("model_calls", ()))
         d["symptoms"] = tuple(d.get("symptoms", ()))
         d["repairs"] = tuple(d.get("repairs", ()))
+        d["feedback"] = tuple(d.get("feedback", ()))
         return cls(**d)

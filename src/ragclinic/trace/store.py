@@ -33,17 +33,34 @@ def load_trace(db: Database, ref: str) -> Trace:
     return Trace.from_dict(json.loads(rows[0][1]))
 
 
-def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, reruns: bool = False
-                ) -> list[dict[str, Any]]:
-    """Newest first. Re-runs (the doctor's and debugger's) only with ``reruns`` or within one round."""
+def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, reruns: bool = False,
+                enforced: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Newest first. Re-runs (the doctor's and debugger's) only with ``reruns`` or within one round.
+    ``enforced``: only traces whose request enforced exactly these tags (a tenant's key sees its own)."""
     sql = "SELECT id, debug_round_id, parent_id, created, query, route FROM traces"
+    where: list[str] = []
     args: list[Any] = []
     if round_id:
-        sql += " WHERE debug_round_id = ?"
+        where.append("debug_round_id = ?")
         args.append(round_id)
     elif not reruns:
-        sql += " WHERE parent_id = ''"
+        where.append("parent_id = ''")
+    if enforced is not None:
+        where.append("json_extract(data, '$.request.enforced') = json(?)")
+        args.append(json.dumps(sorted([k, v] for k, v in enforced.items())))
+    if where:
+        sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY created DESC LIMIT ?"
     args.append(limit)
     cols = ("id", "debug_round_id", "parent_id", "created", "query", "route")
     return [dict(zip(cols, r)) for r in db.conn.execute(sql, args)]
+
+
+def add_feedback(db: Database, trace_id: str, entry: dict[str, Any]) -> int:
+    """Append a rating to a trace's record; how many it now has."""
+    trace = load_trace(db, trace_id)
+    from dataclasses import replace
+
+    kept = replace(trace, feedback=trace.feedback + (entry,))
+    save_trace(db, kept)
+    return len(kept.feedback)

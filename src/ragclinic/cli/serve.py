@@ -1,0 +1,61 @@
+"""`ragclinic serve`: the HTTP API (native and OpenAI-compatible) over one knowledge base."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ragclinic.cli.main import app, err, fail, handle_errors
+from ragclinic.cli.options import KbOption
+
+INSTALL = "pip install -e '.[serve]'"
+
+
+@app.command("serve")
+@handle_errors
+def serve_cmd(
+    kb: Optional[Path] = KbOption,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default; any other "
+                             "address needs --api-key)."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535),
+    api_key: List[str] = typer.Option([], "--api-key", metavar="KEY[:tenant=NAME]", show_default=False,
+                                      help="An accepted key (repeatable); KEY:tenant=NAME sees only that tenant."),
+    max_upload_mb: float = typer.Option(100.0, "--max-upload-mb", min=0.001, help="Largest request body."),
+    workers_model: int = typer.Option(1, "--workers-model", min=1, max=1,
+                                      help="Model workers (one: every request shares it, queued)."),
+    readers: int = typer.Option(2, "--readers", min=1, max=16, help="Concurrent questions and searches."),
+    llm: Optional[str] = typer.Option(None, "--llm", show_default=False, help="local | local-small | openai | none."),
+) -> None:
+    """Serve the knowledge base over HTTP: /v1/ask (JSON or server-sent events), /v1/chat/completions
+    (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
+    /metrics. Refuses a non-loopback --host without --api-key. Stop with Ctrl-C."""
+    try:
+        import uvicorn
+
+        from ragclinic.server.app import create_app
+        from ragclinic.server.auth import Keys
+    except ImportError as e:
+        raise fail(f"the server is an optional extra ({e.name} is missing): {INSTALL}") from None
+    from ragclinic.config import Settings
+
+    keys = Keys(api_key)
+    if not _loopback(host) and not keys.required:
+        raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
+    settings = Settings.load(kb, llm=llm)
+    application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb,
+                             on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
+    err.print(f"ragclinic serving {settings.kb} on http://{host}:{port} "
+              f"({'keys required' if keys.required else 'no key: loopback only'})")
+    uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

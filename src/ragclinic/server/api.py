@@ -1,0 +1,234 @@
+"""The native API: ask (JSON or server-sent events), retrieval, ingest, traces, replay, diagnose, feedback.
+
+Every route takes the caller's key (app.principal); a tenant's key sees only its tenant: its tag is enforced
+in the scope layer of every question and search, its uploads are tagged with it, and traces of other tenants
+are answered as if they did not exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from ragclinic.server.app import Caller, state
+from ragclinic.server.auth import Principal
+from ragclinic.server.errors import ApiError
+from ragclinic.server.sse import Job, span_event, sse_event
+
+router = APIRouter(prefix="/v1")
+Scope = dict[str, str]
+
+
+class AskBody(BaseModel):
+    question: str = Field(min_length=1, max_length=4000)
+    scope: Scope | None = None
+    doctor: bool = True
+    top_k: int | None = Field(None, ge=1, le=100)
+
+
+class RetrievalBody(BaseModel):
+    query: str = Field(min_length=1, max_length=4000)
+    scope: Scope | None = None
+    k: int = Field(10, ge=1, le=100)
+
+
+class DiagnoseBody(BaseModel):
+    question: str | None = Field(None, min_length=1, max_length=4000)
+    trace_id: str | None = Field(None, min_length=1, max_length=64)
+    expected: list[str] = Field(default_factory=list, max_length=20)
+    gold_doc: str | None = Field(None, max_length=1000)
+    expect_refusal: bool = False
+    scope: Scope | None = None
+
+
+class FeedbackBody(BaseModel):
+    trace_id: str = Field(min_length=1, max_length=64)
+    rating: Literal[1, -1]
+    note: str = Field("", max_length=2000)
+
+
+# ---------------------------------------------------------------------- ask
+@router.post("/ask", tags=["answers"])
+async def ask(body: AskBody, request: Request, who: Principal = Caller):
+    """The `ask --json` object; with `Accept: text/event-stream`, server-sent events: retrieval, scope, gate,
+    delta (answer text), citation, symptom, repair, final (the same object), error."""
+    rc = state(request)
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return StreamingResponse(_ask_events(rc, body, who, request), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    seen = await run_in_threadpool(_consult, rc, body, who, None, None)
+    return seen.payload
+
+
+def _consult(rc, body: AskBody, who: Principal, on_token, on_span):
+    with rc.pool.reader() as clinic:
+        seen = clinic.consult(body.question, body.scope, body.doctor, body.top_k, on_token=on_token,
+                              enforced=who.enforced, on_span=on_span)
+    rc.metrics.observe_answer(seen.payload, seen.trace)
+    return seen
+
+
+async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
+    job = Job(asyncio.get_running_loop())
+
+    def work(j: Job) -> None:
+        def on_span(span, st):
+            if (ev := span_event(span, st)) is not None:
+                j.emit(*ev)
+
+        seen = _consult(rc, body, who, lambda piece: j.emit("delta", piece), on_span)
+        p = seen.payload
+        for c in p.get("citations", ()):
+            j.emit("citation", c)
+        for x in p.get("symptoms", ()):
+            j.emit("symptom", x)
+        for r in p.get("repairs", ()):
+            j.emit("repair", r)
+        j.emit("final", p)
+
+    job.run(work)
+    n = 0
+    async for item in job.stream(request.is_disconnected):
+        if item is None:
+            yield ": keep-alive\n\n"
+            continue
+        n += 1
+        yield sse_event(n, *item)
+
+
+# ---------------------------------------------------------------------- retrieval
+@router.post("/retrieval", tags=["search"])
+async def retrieval(body: RetrievalBody, request: Request, who: Principal = Caller) -> dict:
+    """The hits of the configured retriever with every retriever's rank and score; no model call."""
+    return await run_in_threadpool(_retrieve, state(request), body, who)
+
+
+def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
+    from ragclinic.pipeline.scope.filters import Scope as Filter
+    from ragclinic.pipeline.state import AskRequest, AskState
+
+    t0 = time.perf_counter()
+    pairs, must = dict(body.scope or {}), tuple(sorted(who.enforced.items()))
+    with rc.pool.reader() as clinic:
+        req = AskRequest(body.query, Filter.parse(pairs).require(must), tuple(sorted(pairs.items())), top_k=body.k,
+                         retriever=clinic.settings.retriever, rerank=False, enforced=must)
+        found, out = clinic.pipeline.run_layer("retrieve", AskState(req))
+        hits = [h for h in found.hits]
+        docs = clinic.kb.db.doc_infos([h.chunk.doc_id for h in hits])
+    hits = [h for h in hits if h.chunk.doc_id in docs and all(docs[h.chunk.doc_id].tags.get(k) == v for k, v in must)]
+    return {"query": body.query, "retriever": out["retriever"], "ms": round((time.perf_counter() - t0) * 1000, 2),
+            "hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "path": docs[h.chunk.doc_id].path,
+                      "title": docs[h.chunk.doc_id].title, "text": h.chunk.text, "score": h.score,
+                      "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score} for s in h.sources]}
+                     for i, h in enumerate(hits, start=1)]}
+
+
+# ---------------------------------------------------------------------- ingest
+@router.post("/ingest", tags=["documents"])
+async def ingest(request: Request, files: list[UploadFile] = File(...), tags: list[str] = Form(default=[]),
+                 who: Principal = Caller) -> dict:
+    """Upload documents (multipart `files`, optional `tags` as KEY=VALUE fields) → the `ingest --json` object.
+    A tenant's key tags them with its tenant whatever the fields say."""
+    rc = state(request)
+    pairs = {}
+    for t in tags:
+        key, eq, value = t.partition("=")
+        if not eq or not key.strip():
+            raise ApiError(422, "invalid_request", f"tag {t!r} is not KEY=VALUE (e.g. tenant=acme)")
+        pairs[key.strip()] = value.strip()
+    pairs.update(who.enforced)
+    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=_uploads(rc)))
+    try:
+        for f in files:
+            name = Path(f.filename or "upload").name
+            if name.endswith(".meta.json"):
+                raise ApiError(422, "invalid_request", f"{name}: metadata sidecars are not accepted by upload; "
+                                                       "send tags as form fields")
+            with open(folder / name, "wb") as out:
+                await run_in_threadpool(shutil.copyfileobj, f.file, out, 1 << 20)
+        result = await run_in_threadpool(_ingest, rc, folder, pairs)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return result.to_json()
+
+
+def _uploads(rc) -> Path:
+    where = rc.settings.kb / "uploads"
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def _ingest(rc, folder: Path, pairs: dict):
+    """Each upload keeps its own folder under KB/uploads (its documents' source paths point into it)."""
+    with rc.pool.writing() as clinic:
+        return clinic.ingest([folder], pairs)
+
+
+# ---------------------------------------------------------------------- traces
+@router.get("/traces", tags=["traces"])
+def traces(request: Request, limit: int = 20, who: Principal = Caller) -> dict:
+    from ragclinic.trace.store import list_traces
+
+    if not 1 <= limit <= 500:
+        raise ApiError(422, "invalid_request", "limit: between 1 and 500")
+    with state(request).pool.reader() as clinic:
+        rows = list_traces(clinic.kb.db, limit, reruns=False, enforced=who.enforced or None)
+    return {"traces": rows}
+
+
+def _own_trace(clinic, trace_id: str, who: Principal):
+    t = clinic.trace(trace_id)
+    if who.tenant and {k: v for k, v in t.request.get("enforced", ())} != who.enforced:
+        raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
+    return t
+
+
+@router.get("/traces/{trace_id}", tags=["traces"])
+def trace(trace_id: str, request: Request, who: Principal = Caller) -> dict:
+    """The `trace show --json` object."""
+    with state(request).pool.reader() as clinic:
+        return _own_trace(clinic, trace_id, who).to_dict()
+
+
+@router.post("/traces/{trace_id}/replay", tags=["traces"])
+def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
+    """The answer rebuilt from the trace's record, with no model call, and whether it equals the recorded one."""
+    with state(request).pool.reader() as clinic:
+        t = _own_trace(clinic, trace_id, who)
+        again = clinic.replay(t.id)
+    return {**again.to_json(), "model_calls": again.model_calls, "equal": again.to_json() == t.final}
+
+
+@router.post("/diagnose", tags=["traces"])
+def diagnose(body: DiagnoseBody, request: Request, who: Principal = Caller) -> dict:
+    """The `diagnose --json` object: the layer that broke the answer, its evidence and the fix."""
+    if who.tenant:  # the probes read every document (is the answer anywhere in the knowledge base?)
+        raise ApiError(403, "forbidden", "diagnose reads the whole knowledge base: it needs a key without a tenant")
+    if bool(body.question) == bool(body.trace_id):
+        raise ApiError(422, "invalid_request", "give one of question or trace_id")
+    with state(request).pool.reader() as clinic:
+        d = clinic.diagnose(body.question, tuple(body.expected), body.trace_id, body.gold_doc,
+                            expect_refusal=body.expect_refusal, scope=body.scope)
+    return d.to_json()
+
+
+@router.post("/feedback", tags=["traces"])
+def feedback(body: FeedbackBody, request: Request, who: Principal = Caller) -> dict:
+    """A rating (1 or -1) and a note, stored with the trace."""
+    from ragclinic.trace.store import add_feedback
+
+    with state(request).pool.writing() as clinic:
+        t = _own_trace(clinic, body.trace_id, who)
+        n = add_feedback(clinic.kb.db, t.id, {"rating": body.rating, "note": body.note, "created": time.time(),
+                                              "key": who.key_id})
+    return {"ok": True, "trace_id": t.id, "feedback": n}

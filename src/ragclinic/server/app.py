@@ -1,0 +1,141 @@
+"""The FastAPI application over one knowledge base (``create_app``): middleware (body limit, metrics), the
+key check, health and metrics, and the route modules (api.py: native; openai_api.py: chat completions)."""
+
+from __future__ import annotations
+
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from ragclinic.config import Settings
+from ragclinic.server import errors
+from ragclinic.server.auth import Keys, Principal, presented_key
+from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
+from ragclinic.server.pool import ClinicPool
+
+OPEN_ROUTES = {"/healthz", "/metrics"}  # no key needed
+
+
+@dataclass
+class ServerState:
+    settings: Settings
+    keys: Keys
+    pool: ClinicPool
+    metrics: Metrics
+    max_upload_bytes: int
+
+
+def create_app(settings: Settings, keys: Keys | None = None, *, model=None, readers: int = 2,
+               max_upload_mb: float = 100, on_warning=None) -> FastAPI:
+    """The server over ``settings.kb``. ``model``: a LanguageModel to share instead of loading ``llm``."""
+    from ragclinic.server import api, openai_api
+
+    metrics = Metrics()
+    pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        pool.close()
+
+    app = FastAPI(title="ragclinic", version=_version(), lifespan=lifespan,
+                  description="Answers with paragraph citations, a doctor that repairs them, and a debugger that "
+                              "names the layer that broke.")
+    app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024))
+    errors.install(app)
+    app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)
+
+    @app.middleware("http")
+    async def _observe(request: Request, call_next):
+        t0 = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        template = getattr(route, "path", "unmatched")
+        metrics.http.labels(template, request.method, str(response.status_code)).observe(time.perf_counter() - t0)
+        return response
+
+    @app.get("/healthz", tags=["service"])
+    def healthz() -> dict:
+        with pool.reader() as c:
+            version = c.kb.db.version if (settings.kb / "kb.sqlite3").exists() else 0
+        return {"ok": True, "kb_version": version}
+
+    @app.get("/metrics", tags=["service"], response_class=Response)
+    def prometheus() -> Response:
+        return Response(metrics.text(), media_type=CONTENT_TYPE_LATEST)
+
+    app.include_router(api.router)
+    app.include_router(openai_api.router)
+
+    return app
+
+
+def principal(request: Request) -> Principal:
+    """The caller, from its key (401 without one, 403 with one that is not known)."""
+    rc: ServerState = request.app.state.rc
+    key = presented_key(request.headers, request.cookies, request.query_params)
+    who = rc.keys.check(key)
+    if who is None:
+        if not key:
+            raise errors.ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer KEY")
+        raise errors.ApiError(403, "forbidden", "this API key is not valid for this server")
+    return who
+
+
+Caller = Depends(principal)
+
+
+def state(request: Request) -> ServerState:
+    return request.app.state.rc
+
+
+class _BodyLimit:
+    """Refuse a request body over the limit with 413 before the route reads it: by Content-Length when given,
+    else by counting the bytes of a chunked body as they arrive."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        too_big = JSONResponse(errors.body("too_large", f"the request body is over the server's limit of "
+                                                         f"{self.limit / 1048576:g} MB (--max-upload-mb)"),
+                               status_code=413)
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await too_big(scope, receive, send)
+        seen, refused, started = 0, False, False
+
+        async def counted():
+            nonlocal seen, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:  # answer now; the route then sees a client that went away
+                    refused = True
+                    if not started:
+                        await too_big(scope, receive, send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded(message):
+            nonlocal started
+            if refused:
+                return  # the 413 was sent: whatever the route says after it is dropped
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, counted, guarded)
+
+
+def _version() -> str:
+    from ragclinic import __version__
+
+    return __version__

@@ -1,0 +1,69 @@
+"""API keys: ``KEY`` (sees everything) or ``KEY:tenant=NAME`` (sees only that tenant's documents, traces and
+feedback). Keys are kept as SHA-256 digests and compared in constant time; ``Authorization: Bearer KEY`` or
+``X-API-Key: KEY``, or the UI's httpOnly cookie."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+
+from ragclinic.errors import ConfigError
+
+COOKIE = "ragclinic_key"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is asking: ``tenant`` is the only tenant they may see ("" = every document)."""
+
+    tenant: str = ""
+    key_id: str = ""  # the first 8 hex digits of the key's digest: for logs, never the key
+
+    @property
+    def enforced(self) -> dict[str, str]:
+        return {"tenant": self.tenant} if self.tenant else {}
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8")).digest()
+
+
+class Keys:
+    def __init__(self, specs: list[str] | tuple[str, ...] = ()) -> None:
+        self._keys: list[tuple[bytes, Principal]] = []
+        for spec in specs:
+            key, _, bind = spec.partition(":")
+            tenant = ""
+            if bind:
+                name, eq, value = bind.partition("=")
+                if name != "tenant" or not eq or not value:
+                    raise ConfigError(f"--api-key {key[:4]}…:{bind!r}: expected KEY or KEY:tenant=NAME")
+                tenant = value
+            if len(key) < 8:
+                raise ConfigError("an API key must be at least 8 characters long")
+            d = _digest(key)
+            self._keys.append((d, Principal(tenant, d.hex()[:8])))
+
+    @property
+    def required(self) -> bool:
+        return bool(self._keys)
+
+    def check(self, presented: str | None) -> Principal | None:
+        """The key's principal, or None. Every stored digest is compared (constant time per key)."""
+        if not self._keys:
+            return Principal()
+        if not presented:
+            return None
+        d, found = _digest(presented), None
+        for stored, who in self._keys:
+            if hmac.compare_digest(stored, d):
+                found = who
+        return found
+
+
+def presented_key(headers, cookies, query) -> str | None:
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return headers.get("x-api-key") or cookies.get(COOKIE) or query.get("api_key")

@@ -1,0 +1,52 @@
+"""Every error is JSON: ``{"error": {"code", "message"}}`` with the HTTP status that fits it."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragclinic.errors import ConfigError, RagclinicError, StoreError
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def body(code: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message}}
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api(_request: Request, e: ApiError):
+        return JSONResponse(body(e.code, e.message), status_code=e.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, e: RequestValidationError):
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+        return JSONResponse(body("invalid_request", f"{where or 'request'}: {first.get('msg', 'invalid')}"),
+                            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, e: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(e.status_code, "http_error")
+        return JSONResponse(body(code, str(e.detail)), status_code=e.status_code)
+
+    @app.exception_handler(StoreError)
+    async def _store(_request: Request, e: StoreError):
+        missing = "no trace" in str(e) or "no document" in str(e)
+        return JSONResponse(body("not_found" if missing else "store_error", str(e)), status_code=404 if missing else 409)
+
+    @app.exception_handler(RagclinicError)
+    async def _ours(_request: Request, e: RagclinicError):
+        return JSONResponse(body("bad_request" if isinstance(e, ConfigError) else "ragclinic_error", str(e)),
+                            status_code=400)
+
+    @app.exception_handler(Exception)
+    async def _bug(_request: Request, e: Exception):
+        return JSONResponse(body("internal_error", f"{type(e).__name__}: {e}"), status_code=500)

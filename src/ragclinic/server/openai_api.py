@@ -1,0 +1,118 @@
+"""``POST /v1/chat/completions``: the OpenAI chat API over ragclinic, so OpenAI clients work unchanged.
+
+The last user message is the question; a short follow-up ("and in 2023?") is asked together with the user
+message before it, as `ragclinic chat` does. The reply's content is the cited answer; extra fields carry the
+citations (the `ask --json` citations) and the trace id. Streamed, the answer's tokens arrive as they are
+generated; when the checked answer differs from what was streamed (citations re-placed, sentences rephrased,
+a claim withdrawn, the doctor's repair), a last delta gives it ("[final answer] ..."), and the final chunk
+carries the citations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+
+from ragclinic.server.api import AskBody, _consult
+from ragclinic.server.app import Caller, state
+from ragclinic.server.auth import Principal
+from ragclinic.server.errors import ApiError
+from ragclinic.server.sse import Job
+
+router = APIRouter(prefix="/v1")
+
+
+class ChatMessage(BaseModel):
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatBody(BaseModel):
+    model: str = Field("ragclinic", max_length=200)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=200)
+    stream: bool = False
+    # ragclinic's own, optional: the same as /v1/ask's
+    scope: dict[str, str] | None = None
+    doctor: bool = True
+
+
+def _text(m: ChatMessage) -> str:
+    if isinstance(m.content, list):  # content parts: the text ones
+        return " ".join(str(p.get("text", "")) for p in m.content if p.get("type") == "text").strip()
+    return (m.content or "").strip()
+
+
+def question_of(messages: list[ChatMessage]) -> str:
+    users = [_text(m) for m in messages if m.role == "user" and _text(m)]
+    if not users:
+        raise ApiError(422, "invalid_request", "messages: no user message with text to answer")
+    q = users[-1]
+    if len(users) > 1 and len(q.split()) <= 4 and len(q) <= 24:  # a follow-up refers to the question before
+        return f"{users[-2]} {q}"
+    return q
+
+
+@router.post("/chat/completions", tags=["answers"])
+async def chat_completions(body: ChatBody, request: Request, who: Principal = Caller):
+    rc = state(request)
+    ask = AskBody(question=question_of(body.messages), scope=body.scope, doctor=body.doctor)
+    created = int(time.time())
+    if body.stream:
+        return StreamingResponse(_chunks(rc, ask, who, request, body.model, created), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+    seen = await run_in_threadpool(_consult, rc, ask, who, None, None)
+    p = seen.payload
+    return {"id": f"chatcmpl-{p.get('trace_id', '')}", "object": "chat.completion", "created": created,
+            "model": body.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": p["answer"]},
+                                              "finish_reason": "stop", "logprobs": None}],
+            "usage": _usage(seen), "citations": p.get("citations", []), "x_trace_id": p.get("trace_id", "")}
+
+
+def _usage(seen) -> dict[str, int]:
+    calls = getattr(seen.trace, "model_calls", ()) or ()
+    prompt = sum(c.prompt_tokens for c in calls)
+    completion = sum(c.completion_tokens for c in calls)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+async def _chunks(rc, ask: AskBody, who: Principal, request: Request, model: str, created: int):
+    job = Job(asyncio.get_running_loop())
+    streamed: list[str] = []
+
+    def work(j: Job) -> None:
+        seen = _consult(rc, ask, who, lambda piece: j.emit("delta", piece), None)
+        j.emit("final", seen)
+
+    job.run(work)
+    cid = f"chatcmpl-{int(time.time() * 1000)}"
+
+    def chunk(delta: dict, finish: str | None = None, **extra) -> str:
+        return "data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra},
+                                     ensure_ascii=False) + "\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    async for item in job.stream(request.is_disconnected):
+        if item is None:
+            yield ": keep-alive\n\n"
+            continue
+        event, data = item
+        if event == "delta":
+            streamed.append(data)
+            yield chunk({"content": data})
+        elif event == "error":
+            yield "data: " + json.dumps(data, ensure_ascii=False) + "\n\n"
+        elif event == "final":
+            p = data.payload
+            if "".join(streamed).strip() != p["answer"].strip():
+                yield chunk({"content": ("\n\n[final answer] " if streamed else "") + p["answer"]})
+            yield chunk({}, "stop", citations=p.get("citations", []), x_trace_id=p.get("trace_id", ""),
+                        usage=_usage(data))
+    yield "data: [DONE]\n\n"

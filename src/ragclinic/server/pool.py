@@ -1,0 +1,109 @@
+"""Clinics for concurrent requests: one language model shared by all (its calls queued, the queue depth a
+gauge, a queued call dropped when its client has gone), a few reader clinics (each with its own SQLite
+connection: a read never waits for an ingest and sees the last committed version), one writer for ingest."""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from ragclinic.clinic import Clinic
+from ragclinic.config import Settings
+from ragclinic.errors import ModelError
+from ragclinic.models.llm import Completion, Message, TokenCallback
+
+# set by a request whose client disconnected: its model calls not yet started are dropped
+CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("ragclinic_cancelled", default=None)
+
+
+class ClientGone(ModelError):
+    """The request's client disconnected before its model call started."""
+
+
+class QueuedModel:
+    """The shared model: one call at a time, in arrival order; waiting calls counted (``depth``)."""
+
+    def __init__(self, lm, gauge=None) -> None:
+        self.lm, self.gauge = lm, gauge
+        self.model_id = lm.model_id
+        self._turn = threading.Lock()
+        self._depth = 0
+        self._count = threading.Lock()
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @contextmanager
+    def _queued(self) -> Iterator[None]:
+        self._add(1)
+        try:
+            gone = CANCELLED.get()
+            while not self._turn.acquire(timeout=0.1):
+                if gone is not None and gone.is_set():
+                    raise ClientGone("the client disconnected: its queued model call was dropped")
+            try:
+                if gone is not None and gone.is_set():
+                    raise ClientGone("the client disconnected: its queued model call was dropped")
+                yield
+            finally:
+                self._turn.release()
+        finally:
+            self._add(-1)
+
+    def _add(self, n: int) -> None:
+        with self._count:
+            self._depth += n
+            if self.gauge is not None:
+                self.gauge.set(self._depth)
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
+             on_token: TokenCallback | None = None) -> Completion:
+        with self._queued():
+            return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
+
+    def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        with self._queued():
+            return self.lm.next_token_probs(messages, candidates)
+
+    def count_tokens(self, text: str) -> int:
+        counter = getattr(self.lm, "count_tokens", None)
+        return counter(text) if counter else len(text.split())
+
+
+class ClinicPool:
+    def __init__(self, settings: Settings, *, readers: int = 2, model=None, gauge=None, on_warning=None) -> None:
+        self.settings = settings
+        base = Clinic(settings, model=model, on_warning=on_warning) if model is not None else Clinic(
+            settings, on_warning=on_warning)
+        lm = base.lm
+        self.model_flags = base.model_flags
+        self.model = QueuedModel(lm, gauge) if lm is not None else None
+        self._free: queue.Queue[Clinic] = queue.Queue()
+        self._all: list[Clinic] = []
+        for _ in range(max(1, readers)):
+            c = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
+            self._all.append(c)
+            self._free.put(c)
+        self.writer = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
+        self._write = threading.Lock()
+
+    @contextmanager
+    def reader(self) -> Iterator[Clinic]:
+        c = self._free.get()
+        try:
+            yield c
+        finally:
+            self._free.put(c)
+
+    @contextmanager
+    def writing(self) -> Iterator[Clinic]:
+        with self._write:
+            yield self.writer
+
+    def close(self) -> None:
+        for c in self._all + [self.writer]:
+            c.close()

@@ -1,0 +1,86 @@
+"""Running a question in a worker thread while its events stream out: layer results as they finish, the
+answer's tokens, then citations, the doctor's symptoms and repairs, and the final ``ask --json`` object.
+
+``Job`` bridges the pipeline's callbacks (called in the worker thread) to an asyncio queue the response
+reads; a client that disconnects sets the job's ``cancelled`` event, which drops its queued model calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ragclinic.server.pool import CANCELLED
+
+KEEPALIVE_S = 10.0
+_DONE = object()
+
+
+class Job:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.events: asyncio.Queue = asyncio.Queue()
+        self.cancelled = threading.Event()
+
+    def emit(self, event: str, data: Any) -> None:
+        """Thread-safe: queue one event for the response."""
+        self.loop.call_soon_threadsafe(self.events.put_nowait, (event, data))
+
+    def run(self, work: Callable[["Job"], Any]) -> None:
+        """``work(job)`` in a thread; its result (or error) ends the stream."""
+        def target() -> None:
+            CANCELLED.set(self.cancelled)
+            try:
+                work(self)
+            except Exception as e:  # noqa: BLE001 - reported to the client as an `error` event
+                self.emit("error", {"error": {"code": type(e).__name__, "message": str(e)}})
+            finally:
+                self.loop.call_soon_threadsafe(self.events.put_nowait, _DONE)
+
+        threading.Thread(target=target, name="ragclinic-request", daemon=True).start()
+
+    async def stream(self, is_disconnected: Callable[[], Any]) -> AsyncIterator[tuple[str, Any] | None]:
+        """(event, data) pairs, None for a keep-alive; stops at the end of the work or when the client left."""
+        while True:
+            try:
+                item = await asyncio.wait_for(self.events.get(), timeout=KEEPALIVE_S)
+            except asyncio.TimeoutError:
+                if await is_disconnected():
+                    self.cancelled.set()
+                    return
+                yield None
+                continue
+            if item is _DONE:
+                return
+            yield item
+
+
+def sse_event(n: int, event: str, data: Any) -> str:
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    lines = "".join(f"data: {line}\n" for line in payload.split("\n"))
+    return f"id: {n}\nevent: {event}\n{lines}\n"
+
+
+def span_event(span, state) -> tuple[str, dict] | None:
+    """The streamed summary of a finished layer (retrieval, scope, gate); None for the others."""
+    if span.layer == "retrieve":
+        return "retrieval", {"hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id,
+                                       "score": round(h.score, 6),
+                                       "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score}
+                                                   for s in h.sources]}
+                                      for i, h in enumerate(state.hits, start=1)],
+                             "ms": span.duration_ms}
+    if span.layer == "scope":
+        return "scope", {"passages": [{"n": p.n, "chunk_id": p.chunk.id, "doc_id": p.chunk.doc_id, "path": p.doc.path,
+                                       "title": p.doc.title} for p in state.passages],
+                         "excluded": [{"doc_id": e.doc_id, "chunk_id": e.chunk_id, "rule": e.rule, "reason": e.reason}
+                                      for e in state.excluded],
+                         "ms": span.duration_ms}
+    if span.layer == "gate" and state.decision is not None:
+        d = state.decision
+        return "gate", {"route": d.route, "question_type": d.question_type, "evidence_score": d.evidence_score,
+                        "reason": d.reason, "ms": span.duration_ms}
+    return None

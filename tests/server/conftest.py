@@ -1,0 +1,54 @@
+"""A served knowledge base for the server tests: bond documents for everyone, one refund policy per tenant,
+keys for an admin and two tenants, the scripted model."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import BOND_DOCS
+from ragclinic import Clinic
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+ADMIN, ACME, GLOBEX = "admin-key-123", "acme-key-123", "globex-key-123"
+KEYS = [ADMIN, f"{ACME}:tenant=acme", f"{GLOBEX}:tenant=globex"]
+ANSWER = "Short-dated treasury bills are the usual proxy for the risk-free rate [1]."
+
+
+def _reply(messages) -> str:
+    user = messages[-1].content
+    question = user.rsplit("Question:", 1)[-1]
+    if "refund" in question:
+        return "The refund window is 45 days [1]." if "45 days" in user else "The refund window is 7 days [1]."
+    return ANSWER
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from fastapi.testclient import TestClient
+
+    from ragclinic.config import Settings
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+
+    tmp = tmp_path_factory.mktemp("served")
+    root = tmp / "docs"
+    (root / "shared").mkdir(parents=True)
+    for name, text in BOND_DOCS.items():
+        (root / "shared" / name).write_text(text, encoding="utf-8")
+    for tenant, days in (("acme", "45"), ("globex", "7")):
+        (root / tenant).mkdir()
+        (root / tenant / "refunds.md").write_text(f"# Refunds\n\nThe {tenant} refund window is {days} days.\n",
+                                                  encoding="utf-8")
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": tmp / "cache", "answer_cache": False}
+    with Clinic.open(tmp / "kb", llm="none", **settings) as c:
+        c.ingest(root / "shared")
+        c.ingest(root / "acme", tags={"tenant": "acme"})
+        c.ingest(root / "globex", tags={"tenant": "globex"})
+    app = create_app(Settings.load(tmp / "kb", **settings), Keys(KEYS),
+                     model=ScriptedLanguageModel([_reply], yes_prob=0.9), max_upload_mb=1)
+    with TestClient(app) as client:
+        yield client
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
