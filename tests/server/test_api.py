@@ -23,6 +23,8 @@ def test_a_key_is_required_and_checked(served):
     r = served.post("/v1/ask", json={"question": Q})
     assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
     r = served.post("/v1/ask", json={"question": Q}, headers=auth("not-a-key-at-all"))
+    assert r.status_code == 401 and "not valid" in r.json()["error"]["message"]
+    r = served.post("/v1/diagnose", json={"question": Q}, headers=auth(ACME))  # a known key without access
     assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
     r = served.post("/v1/ask", json={"question": Q}, headers={"X-API-Key": ADMIN})
     assert r.status_code == 200

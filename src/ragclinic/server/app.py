@@ -73,14 +73,15 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
 
 
 def principal(request: Request) -> Principal:
-    """The caller, from its key (401 without one, 403 with one that is not known)."""
+    """The caller, from its key: 401 without one or with one this server does not know (a known key that may
+    not do something gets 403 from that route)."""
     rc: ServerState = request.app.state.rc
     key = presented_key(request.headers, request.cookies, request.query_params)
     who = rc.keys.check(key)
     if who is None:
         if not key:
             raise errors.ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer KEY")
-        raise errors.ApiError(403, "forbidden", "this API key is not valid for this server")
+        raise errors.ApiError(401, "unauthorized", "this API key is not valid for this server")
     return who
 
 
