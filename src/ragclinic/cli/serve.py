@@ -28,6 +28,8 @@ def serve_cmd(
                                       help="Model workers (one: every request shares it, queued)."),
     readers: int = typer.Option(2, "--readers", min=1, max=16, help="Concurrent questions and searches."),
     llm: Optional[str] = typer.Option(None, "--llm", show_default=False, help="local | local-small | openai | none."),
+    evals: Optional[Path] = typer.Option(None, "--evals", show_default=False,
+                                         help="A folder of `ragclinic eval --out` runs for the UI's Evaluations page."),
 ) -> None:
     """Serve the knowledge base over HTTP: /v1/ask (JSON or server-sent events), /v1/chat/completions
     (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
@@ -45,10 +47,10 @@ def serve_cmd(
     if not _loopback(host) and not keys.required:
         raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
     settings = Settings.load(kb, llm=llm)
-    application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb,
+    application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb, evals=evals,
                              on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
-    err.print(f"ragclinic serving {settings.kb} on http://{host}:{port} "
-              f"({'keys required' if keys.required else 'no key: loopback only'})")
+    err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ "
+              f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'})")
     uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model)
 
 

@@ -138,7 +138,12 @@ async def ingest(request: Request, files: list[UploadFile] = File(...), tags: li
                  who: Principal = Caller) -> dict:
     """Upload documents (multipart `files`, optional `tags` as KEY=VALUE fields) → the `ingest --json` object.
     A tenant's key tags them with its tenant whatever the fields say."""
-    rc = state(request)
+    return (await _save_and_ingest(state(request), files, tags, who)).to_json()
+
+
+async def _save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Principal):
+    """Uploaded files into a folder of their own under KB/uploads, then ingested with the tags (a tenant's
+    key's tenant over whatever the tags say); nothing stays behind when it fails."""
     pairs = {}
     for t in tags:
         key, eq, value = t.partition("=")
@@ -155,11 +160,10 @@ async def ingest(request: Request, files: list[UploadFile] = File(...), tags: li
                                                        "send tags as form fields")
             with open(folder / name, "wb") as out:
                 await run_in_threadpool(shutil.copyfileobj, f.file, out, 1 << 20)
-        result = await run_in_threadpool(_ingest, rc, folder, pairs)
+        return await run_in_threadpool(_ingest, rc, folder, pairs)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    return result.to_json()
 
 
 def _uploads(rc) -> Path:
@@ -187,10 +191,9 @@ def traces(request: Request, limit: int = 20, who: Principal = Caller) -> dict:
 
 
 def _own_trace(clinic, trace_id: str, who: Principal):
-    t = clinic.trace(trace_id)
-    if who.tenant and {k: v for k, v in t.request.get("enforced", ())} != who.enforced:
-        raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
-    return t
+    from ragclinic.server.ui_parts import own_trace
+
+    return own_trace(clinic, trace_id, who)
 
 
 @router.get("/traces/{trace_id}", tags=["traces"])

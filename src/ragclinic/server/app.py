@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -26,12 +27,13 @@ class ServerState:
     pool: ClinicPool
     metrics: Metrics
     max_upload_bytes: int
+    evals: Path | None = None  # the folder of `eval --out` reports the UI shows
 
 
 def create_app(settings: Settings, keys: Keys | None = None, *, model=None, readers: int = 2,
-               max_upload_mb: float = 100, on_warning=None) -> FastAPI:
+               max_upload_mb: float = 100, on_warning=None, evals: Path | None = None) -> FastAPI:
     """The server over ``settings.kb``. ``model``: a LanguageModel to share instead of loading ``llm``."""
-    from ragclinic.server import api, openai_api
+    from ragclinic.server import api, openai_api, ui
 
     metrics = Metrics()
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
@@ -43,7 +45,8 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app = FastAPI(title="ragclinic", version=_version(), lifespan=lifespan,
                   description="Answers with paragraph citations, a doctor that repairs them, and a debugger that "
                               "names the layer that broke.")
-    app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024))
+    app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024),
+                               Path(evals) if evals else None)
     errors.install(app)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)
 
@@ -68,6 +71,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
 
     app.include_router(api.router)
     app.include_router(openai_api.router)
+    ui.install(app)
 
     return app
 

@@ -1,0 +1,312 @@
+"""The web UI: server-rendered Jinja2 pages with htmx (vendored, no build step, nothing from a CDN).
+
+Ask (the answer streams in over server-sent events; each [n] opens the cited passage inside its document),
+Why this answer (the trace page: waterfall, retrieved chunks with every retriever's rank, what the scope left
+out, the gate, the claims, the doctor; diagnose and re-run buttons), compare two traces, the knowledge base
+(documents, upload, a retrieval test) and evaluation reports. Logging in: the key once in a form (kept in an
+httpOnly cookie), or ``?api_key=KEY`` on any page. Jinja2 escapes every string from a document or a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
+
+from ragclinic.server import ui_parts
+from ragclinic.server.app import state
+from ragclinic.server.auth import COOKIE, Principal, presented_key
+from ragclinic.server.errors import ApiError
+from ragclinic.server.sse import Job, sse_event
+from ragclinic.trace.model import QUERY_LAYERS
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+router = APIRouter(include_in_schema=False)
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+class _Login(Exception):
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+def who(request: Request) -> Principal:
+    """The logged-in caller; a page without one redirects to the login form, ``?api_key=`` logs in."""
+    rc = state(request)
+    given = request.query_params.get("api_key")
+    if given is not None:
+        if rc.keys.check(given) is None:
+            raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path, 'error': '1'})}", 303))
+        rest = {k: v for k, v in request.query_params.items() if k != "api_key"}
+        back = RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), 303)
+        back.set_cookie(COOKIE, given, httponly=True, samesite="strict")
+        raise _Login(back)
+    found = rc.keys.check(presented_key(request.headers, request.cookies, {}))
+    if found is None:
+        raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", 303))
+    return found
+
+
+def page(request: Request, name: str, nav: str, who_: Principal | None, **values) -> HTMLResponse:
+    rc = state(request)
+    return templates.TemplateResponse(request, name, {"nav": nav, "kb_name": rc.settings.kb.name,
+                                                      "tenant": who_.tenant if who_ else "",
+                                                      "logged_in": rc.keys.required and who_ is not None, **values})
+
+
+def answer_html(text: str, citations, trace_id: str) -> Markup:
+    """The answer, escaped, with each [n] a link to its passage."""
+    by_n = {c["n"] if isinstance(c, dict) else c.n: (c["chunk_id"] if isinstance(c, dict) else c.chunk_id)
+            for c in citations}
+
+    def link(m: re.Match) -> str:
+        n = int(m.group(1))
+        if n not in by_n:
+            return m.group()
+        return f'<a class="cite" href="/passage/{escape(by_n[n])}?trace={escape(trace_id)}&amp;n={n}">[{n}]</a>'
+
+    return Markup(_CITE.sub(link, str(escape(text))))
+
+
+# ---------------------------------------------------------------------- login
+@router.get("/login")
+def login_form(request: Request, next: str = "/", error: str = ""):
+    return page(request, "login.html", "", None, next=_local(next), error="that key is not valid" if error else "")
+
+
+@router.post("/login")
+def login(request: Request, key: str = Form(""), next: str = Form("/")):
+    if state(request).keys.check(key) is None:
+        return page(request, "login.html", "", None, next=_local(next), error="that key is not valid")
+    back = RedirectResponse(_local(next), 303)
+    back.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+    return back
+
+
+@router.get("/logout")
+def logout():
+    back = RedirectResponse("/login", 303)
+    back.delete_cookie(COOKIE)
+    return back
+
+
+def _local(url: str) -> str:
+    """Only a path of this server (never an open redirect)."""
+    return url if url.startswith("/") and not url.startswith("//") else "/"
+
+
+# ---------------------------------------------------------------------- ask
+@router.get("/")
+def ask_page(request: Request, q: str = ""):
+    return page(request, "ask.html", "ask", who(request), q=q)
+
+
+@router.get("/ui/ask")
+def ask_fragment(request: Request):
+    who(request)
+    url = "/ui/ask/stream?" + urlencode(dict(request.query_params))
+    return templates.TemplateResponse(request, "_stream.html", {"stream_url": url})
+
+
+@router.get("/ui/ask/stream")
+async def ask_stream(request: Request):
+    caller = who(request)
+    rc = state(request)
+    params = dict(request.query_params)
+    question = params.get("q", "").strip()
+    if not question:
+        raise ApiError(422, "invalid_request", "q: ask a question")
+    scope = ui_parts.scope_of(params, caller)
+    job = Job(asyncio.get_running_loop())
+
+    def work(j: Job) -> None:
+        def on_span(span, st):
+            if span.layer == "retrieve":
+                j.emit("status", f"retrieved {len(st.hits)} passages…")
+            elif span.layer == "gate" and st.decision is not None:
+                j.emit("status", f"the gate: {st.decision.route} (evidence {st.decision.evidence_score:.2f})…")
+
+        with rc.pool.reader() as clinic:
+            seen = clinic.consult(question, scope, params.get("doctor") == "1",
+                                  on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
+                                  enforced=caller.enforced)
+        rc.metrics.observe_answer(seen.payload, seen.trace)
+        html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html))
+        j.emit("status", "")
+        j.emit("final", html)
+
+    job.run(work)
+
+    async def events():
+        n = 0
+        async for item in job.stream(request.is_disconnected):
+            if item is None:
+                yield ": keep-alive\n\n"
+                continue
+            n += 1
+            yield sse_event(n, *item)
+        yield sse_event(n + 1, "done", "")
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+@router.post("/ui/feedback")
+def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int = Form(...), note: str = Form("")):
+    from ragclinic.trace.store import add_feedback
+
+    caller = who(request)
+    if rating not in (1, -1):
+        raise ApiError(422, "invalid_request", "rating: 1 or -1")
+    with state(request).pool.writing() as clinic:
+        t = ui_parts.own_trace(clinic, trace_id, caller)
+        add_feedback(clinic.kb.db, t.id, {"rating": rating, "note": note, "created": dt.datetime.now().timestamp(),
+                                          "key": caller.key_id})
+    return HTMLResponse(f'<p class="small ok">thank you — feedback {"👍" if rating == 1 else "👎"} saved with the trace</p>')
+
+
+# ---------------------------------------------------------------------- passages and traces
+@router.get("/passage/{chunk_id}")
+def passage_page(request: Request, chunk_id: str, trace: str = "", n: int = 0):
+    caller = who(request)
+    with state(request).pool.reader() as clinic:
+        values = ui_parts.passage(clinic, chunk_id, trace, caller)
+    return page(request, "passage.html", "ask", caller, n=n, trace=trace, **values)
+
+
+@router.get("/traces")
+def traces_page(request: Request):
+    from ragclinic.trace.store import list_traces
+
+    caller = who(request)
+    with state(request).pool.reader() as clinic:
+        rows = list_traces(clinic.kb.db, 100, enforced=caller.enforced or None)
+    for r in rows:
+        r["when"] = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M")
+    return page(request, "traces.html", "traces", caller, rows=rows)
+
+
+@router.get("/traces/{trace_id}")
+def trace_page(request: Request, trace_id: str):
+    caller = who(request)
+    with state(request).pool.reader() as clinic:
+        t = ui_parts.own_trace(clinic, trace_id, caller)
+        values = ui_parts.trace_context(t, answer_html)
+    return page(request, "trace.html", "traces", caller, layers=QUERY_LAYERS, can_diagnose=not caller.tenant,
+                **values)
+
+
+@router.get("/compare")
+def compare_page(request: Request, a: str = "", b: str = ""):
+    caller = who(request)
+    sides = []
+    with state(request).pool.reader() as clinic:
+        for tid in (a, b):
+            if tid:
+                sides.append(ui_parts.trace_context(ui_parts.own_trace(clinic, tid, caller), answer_html))
+    return page(request, "compare.html", "traces", caller, sides=sides, a_id=a, b_id=b)
+
+
+@router.post("/ui/diagnose")
+def diagnose_fragment(request: Request, trace_id: str = Form(...), expected: str = Form(""),
+                      gold_doc: str = Form(""), expect_refusal: str = Form("")):
+    caller = who(request)
+    if caller.tenant:
+        raise ApiError(403, "forbidden", "diagnose reads the whole knowledge base: it needs a key without a tenant")
+    if not (expected.strip() or gold_doc.strip() or expect_refusal):
+        return HTMLResponse('<p class="warn small">say what is right: the answer, the document, or "should refuse"</p>')
+    with state(request).pool.reader() as clinic:
+        d = clinic.diagnose(None, expected.strip() or None, trace_id, gold_doc.strip() or None,
+                            expect_refusal=bool(expect_refusal))
+    return templates.TemplateResponse(request, "_diagnosis.html", {"d": d})
+
+
+@router.post("/ui/rerun")
+def rerun_fragment(request: Request, trace_id: str = Form(...), layer: str = Form(...)):
+    caller = who(request)
+    if layer not in QUERY_LAYERS:
+        raise ApiError(422, "invalid_request", f"layer: one of {', '.join(QUERY_LAYERS)}")
+    with state(request).pool.reader() as clinic:
+        ui_parts.own_trace(clinic, trace_id, caller)
+        a = clinic.rerun(trace_id, layer)
+    return HTMLResponse(Markup('<p class="small">re-run from {} → <a href="/traces/{}">{}</a> · '
+                               '<a href="/compare?a={}&amp;b={}">compare</a></p>').format(
+        layer, a.trace_id, a.trace_id, trace_id, a.trace_id))
+
+
+# ---------------------------------------------------------------------- knowledge base
+@router.get("/kb")
+def kb_page(request: Request):
+    caller = who(request)
+    with state(request).pool.reader() as clinic:
+        values = ui_parts.kb_context(clinic, caller)
+    return page(request, "kb.html", "kb", caller, **values)
+
+
+@router.post("/ui/retrieval")
+def retrieval_fragment(request: Request, q: str = Form(...)):
+    from ragclinic.server.api import RetrievalBody, _retrieve
+
+    caller = who(request)
+    found = _retrieve(state(request), RetrievalBody(query=q, k=10), caller)
+    return templates.TemplateResponse(request, "_hits.html", {"hits": found["hits"]})
+
+
+@router.post("/ui/upload")
+async def upload_fragment(request: Request, files: list[UploadFile], tags: str = Form("")):
+    from ragclinic.server.api import _save_and_ingest
+
+    caller = who(request)
+    pairs = [t.strip() for t in tags.split(",") if t.strip()]
+    result = await _save_and_ingest(state(request), files, pairs, caller)
+    r = result.to_json()
+    failed = "".join(Markup("<li class='bad'>{}: {}</li>").format(f["path"], f["reason"]) for f in r["failed"])
+    return HTMLResponse(Markup("<p class='small ok'>{} added, {} updated, {} unchanged, {} chunks</p><ul>{}</ul>").format(
+        r["added"], r["updated"], r["unchanged"], r["chunks"], Markup(failed)))
+
+
+# ---------------------------------------------------------------------- evaluations
+@router.get("/evals")
+def evals_page(request: Request):
+    caller = who(request)
+    folder = getattr(state(request), "evals", None)
+    runs = []
+    if folder is not None:
+        for d in sorted(p for p in folder.iterdir() if (p / "results.json").is_file()):
+            res = json.loads((d / "results.json").read_text(encoding="utf-8"))
+            runs.append({"name": d.name, "task": res.get("task", ""), "n": res.get("n", "")})
+    return page(request, "evals.html", "evals", caller, folder=folder, runs=runs)
+
+
+@router.get("/evals/{run}/{name}")
+def eval_file(request: Request, run: str, name: str):
+    who(request)
+    folder = getattr(state(request), "evals", None)
+    if folder is None or not re.fullmatch(r"[\w.-]+", run) or not re.fullmatch(r"[\w.-]+\.(html|png|md|json)", name):
+        raise ApiError(404, "not_found", "no such report file")
+    path = (folder / run / name).resolve()
+    if folder.resolve() not in path.parents or not path.is_file():
+        raise ApiError(404, "not_found", "no such report file")
+    media = {"html": "text/html", "png": "image/png", "md": "text/markdown", "json": "application/json"}
+    headers = {"Content-Security-Policy": "script-src 'none'"} if name.endswith(".html") else {}
+    return Response(path.read_bytes(), media_type=media[name.rsplit(".", 1)[1]], headers=headers)
+
+
+def install(app) -> None:
+    """The UI routes, the static files and the login redirect."""
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.include_router(router)
+
+    @app.exception_handler(_Login)
+    async def _to_login(_request: Request, e: _Login):
+        return e.response

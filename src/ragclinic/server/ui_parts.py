@@ -1,0 +1,112 @@
+"""What the UI's pages show, computed from the clinic and the trace (kept out of ui.py's routes)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ragclinic.server.auth import Principal
+from ragclinic.server.errors import ApiError
+
+
+def scope_of(params: dict[str, str], caller: Principal) -> dict[str, str]:
+    """The scope chips: tenant (not for a tenant's key: its own is enforced), ``k=v, k=v`` tags, from / to."""
+    scope: dict[str, str] = {}
+    if params.get("tenant", "").strip() and not caller.tenant:
+        scope["tenant"] = params["tenant"].strip()
+    for pair in params.get("tags", "").split(","):
+        key, eq, value = pair.partition("=")
+        if eq and key.strip():
+            scope[key.strip()] = value.strip()
+    for k in ("from", "to"):
+        if params.get(k, "").strip():
+            scope[k] = params[k].strip()
+    return scope
+
+
+def own_trace(clinic, trace_id: str, caller: Principal):
+    """The trace, if the caller may see it (a tenant's key: its tenant's only); else 404 as if it did not exist."""
+    t = clinic.trace(trace_id)
+    if caller.tenant and {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
+        raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
+    return t
+
+
+def answer_context(seen, answer_html) -> dict[str, Any]:
+    a = seen.answer
+    return {"a": a, "answer_html": answer_html(a.text, a.citations, a.trace_id), "cached": seen.cached,
+            "symptoms": a.symptoms, "repairs": a.repairs}
+
+
+def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str, Any]:
+    """The cited passage inside its document's text (highlighted), or the trace's copy if the document changed."""
+    row = clinic.kb.db.conn.execute('SELECT c.doc_id, c.start, c."end", c.section, c.page, c.text, d.text, d.title, '
+                                    'd.path, d.tags FROM chunks c JOIN documents d ON d.doc_id = c.doc_id '
+                                    'WHERE c.chunk_id = ?', [chunk_id]).fetchone()
+    if row is not None:
+        doc_id, start, end, section, page_no, text, doc_text, title, path, tags = row
+        if caller.tenant and json.loads(tags).get("tenant") != caller.tenant:
+            raise ApiError(404, "not_found", "no such passage")
+        return {"title": title or path, "path": path, "section": " › ".join(json.loads(section)), "page": page_no,
+                "before": doc_text[max(0, start - 4000):start], "cited": doc_text[start:end],
+                "after": doc_text[end:end + 4000]}
+    if trace_id:  # re-ingested since: the trace holds the chunk whole
+        t = own_trace(clinic, trace_id, caller)
+        for p in t.state_after("scope").passages if t.span("scope") else ():
+            if p.chunk.id == chunk_id:
+                return {"title": p.doc.title or p.doc.path, "path": p.doc.path + " (changed since this answer)",
+                        "section": " › ".join(p.chunk.section), "page": p.chunk.page, "before": "",
+                        "cited": p.chunk.text, "after": ""}
+    raise ApiError(404, "not_found", "no such passage (its document was changed or removed)")
+
+
+def trace_context(t, answer_html) -> dict[str, Any]:
+    a = t.answer
+    return {"t": t, "answer_html": answer_html(a.text, a.citations, t.id), "waterfall": waterfall(t),
+            "hits": _hits(t), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
+            "decision": t.state_after("gate").decision if t.span("gate") else None}
+
+
+def waterfall(t) -> list[dict[str, Any]]:
+    total = t.total_ms or 1.0
+    rows = []
+    for s in t.spans:
+        calls = [c for c in t.model_calls if c.layer == s.layer] if s.status != "replayed" else []
+        rows.append({"layer": s.layer, "status": s.status, "ms": s.duration_ms, "pct": max(0.5, 100 * s.duration_ms / total),
+                     "start_pct": min(99.0, 100 * s.started_ms / total), "calls": len(calls),
+                     "prompt": sum(c.prompt_tokens for c in calls), "completion": sum(c.completion_tokens for c in calls),
+                     "reused": sum(c.prompt_reused for c in calls)})
+    return rows
+
+
+def _hits(t) -> list[dict[str, Any]]:
+    if not t.span("retrieve"):
+        return []
+    after = t.state_after("gate") if t.span("gate") else t.state_after("scope") if t.span("scope") else None
+    in_context = {p.chunk.id: p for p in (after.passages if after else ())}
+    docs = {p.chunk.doc_id: p.doc for p in in_context.values()}
+    out = []
+    for h in t.state_after("retrieve").hits:
+        p = in_context.get(h.chunk.id)
+        doc = docs.get(h.chunk.doc_id)
+        out.append({"text": h.chunk.text, "score": h.score, "sources": h.sources,
+                    "title": (doc.title or doc.path) if doc else h.chunk.doc_id, "n": p.n if p else 0,
+                    "support": p.support if p else 0.0})
+    return out
+
+
+def kb_context(clinic, caller: Principal) -> dict[str, Any]:
+    db = clinic.kb.db
+    rows = db.conn.execute("SELECT d.title, d.path, d.parser, d.tags, d.parse_report, d.chunk_report, "
+                           "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d "
+                           "ORDER BY d.path, d.record_key").fetchall()
+    docs = []
+    for title, path, parser, tags, preport, creport, chunks in rows:
+        tags, p, c = json.loads(tags), json.loads(preport), json.loads(creport)
+        if caller.tenant and tags.get("tenant") != caller.tenant:
+            continue
+        docs.append({"title": title, "path": path, "parser": parser, "characters": p.get("characters", ""),
+                     "chunks": chunks, "tags": ", ".join(f"{k}={v}" for k, v in tags.items()),
+                     "warnings": list(p.get("warnings", [])) + list(c.get("warnings", []))})
+    stats = {"documents": len(docs), "chunks": sum(x["chunks"] for x in docs)}
+    return {"docs": docs, "stats": stats, "version": db.version}

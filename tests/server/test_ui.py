@@ -1,0 +1,101 @@
+"""The web UI's pages over HTTP (no browser): login, the ask fragment and its event stream, the passage, the
+trace page, compare, the knowledge base; vendored scripts match their pinned hashes; model and document text
+is always escaped."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from .conftest import ACME, ADMIN, GLOBEX
+
+VENDOR = Path(__file__).resolve().parents[2] / "src" / "ragclinic" / "server" / "static" / "vendor"
+Q = "What is usually used as a proxy for the risk-free rate?"
+
+
+def test_vendored_scripts_match_their_pinned_hashes():
+    table = (VENDOR / "VENDOR.md").read_text(encoding="utf-8")
+    for name, digest in re.findall(r"^\| (\S+\.js) \|.*\| ([0-9a-f]{64}) \|$", table, re.M):
+        assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
+    assert "htmx-2.0.11.min.js" in table
+
+
+def _login(client, key=ADMIN):
+    client.cookies.clear()
+    r = client.get(f"/?api_key={key}", follow_redirects=False)
+    assert r.status_code == 303 and "ragclinic_key" in r.headers["set-cookie"] and "httponly" in r.headers["set-cookie"].lower()
+    return client
+
+
+def test_pages_need_a_login(served):
+    served.cookies.clear()
+    r = served.get("/", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+    bad = served.get("/?api_key=nope-nope-nope", follow_redirects=False)
+    assert bad.headers["location"].startswith("/login") and "error=1" in bad.headers["location"]
+    form = served.post("/login", data={"key": "wrong-wrong", "next": "/kb"}, follow_redirects=False)
+    assert form.status_code == 200 and "not valid" in form.text
+    ok = served.post("/login", data={"key": ADMIN, "next": "//evil.example/"}, follow_redirects=False)
+    assert ok.status_code == 303 and ok.headers["location"] == "/"  # never an open redirect
+
+
+def test_ask_streams_an_answer_with_citation_links(served):
+    _login(served)
+    frag = served.get("/ui/ask", params={"q": Q, "doctor": "1"})
+    assert 'sse-connect="/ui/ask/stream?' in frag.text
+    with served.stream("GET", "/ui/ask/stream", params={"q": Q, "doctor": "1"}) as r:
+        text = "".join(r.iter_text())
+    assert "event: delta" in text and "event: final" in text and text.rstrip().endswith("data:")  # done
+    final = text[text.index("event: final"):]
+    m = re.search(r'href="(/passage/[0-9a-f]+\?trace=([\w-]+)&amp;n=1)"', final)
+    assert m, final[:500]
+    passage = served.get(m.group(1).replace("&amp;", "&"))
+    assert passage.status_code == 200 and re.search(r"<mark id=\"cited\">[^<]*treasury bills", passage.text)
+    trace = served.get(f"/traces/{m.group(2)}")
+    assert trace.status_code == 200 and "Where the time went" in trace.text and "Retrieved" in trace.text
+    assert "Which layer broke it?" in trace.text
+    cmp = served.get(f"/compare?a={m.group(2)}&b={m.group(2)}")
+    assert cmp.status_code == 200 and cmp.text.count("Where the time went") == 2
+
+
+def test_every_string_from_a_document_or_model_is_escaped(served):
+    _login(served)
+    evil = b"The <script>alert(1)</script> and <img src=x onerror=alert(2)> rule is 9 points.\n"
+    up = served.post("/ui/upload", files=[("files", ("evil <b>name<b>.txt", evil, "text/plain"))],
+                     data={"tags": "kind=<i>evil</i>"})
+    assert up.status_code == 200 and "1 added" in up.text
+    kb = served.get("/kb")
+    assert "<b>name" not in kb.text and "&lt;b&gt;name&lt;b&gt;" in kb.text and "<i>evil" not in kb.text
+    hits = served.post("/ui/retrieval", data={"q": "script alert img onerror rule"})
+    assert "<script>alert(1)" not in hits.text and "&lt;script&gt;alert(1)" in hits.text
+    assert "<img src=x" not in hits.text and "&lt;img src=x" in hits.text
+    found = served.post("/v1/retrieval", json={"query": "script alert img onerror rule", "k": 10},
+                        headers={"Authorization": f"Bearer {ADMIN}"}).json()["hits"]
+    top = next(h for h in found if "alert(1)" in h["text"])
+    page = served.get(f"/passage/{top['chunk_id']}").text
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+
+
+def test_a_tenant_sees_its_own_pages_only(served):
+    _login(served, ACME)
+    assert "globex" not in served.get("/kb").text.lower().replace("globex-key", "")
+    tid = served.post("/v1/ask", json={"question": "What is the refund window?", "doctor": False},
+                      headers={"Authorization": f"Bearer {ACME}"}).json()["trace_id"]
+    page = served.get(f"/traces/{tid}")
+    assert page.status_code == 200 and "it needs a key without a tenant" in page.text  # no diagnose button
+    assert tid in served.get("/traces").text
+    _login(served, GLOBEX)
+    assert served.get(f"/traces/{tid}").status_code == 404 and tid not in served.get("/traces").text
+
+
+def test_feedback_diagnose_and_rerun_fragments(served):
+    _login(served)
+    tid = served.post("/v1/ask", json={"question": Q, "doctor": False},
+                      headers={"Authorization": f"Bearer {ADMIN}"}).json()["trace_id"]
+    fb = served.post("/ui/feedback", data={"trace_id": tid, "rating": "1", "note": "good"})
+    assert "saved" in fb.text
+    d = served.post("/ui/diagnose", data={"trace_id": tid, "expected": "treasury bills"})
+    assert "verdict: none" in d.text
+    rr = served.post("/ui/rerun", data={"trace_id": tid, "layer": "gate"})
+    assert "/traces/" in rr.text and "compare" in rr.text
