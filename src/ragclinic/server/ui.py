@@ -170,7 +170,8 @@ def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int =
         t = ui_parts.own_trace(clinic, trace_id, caller)
         add_feedback(clinic.kb.db, t.id, {"rating": rating, "note": note, "created": dt.datetime.now().timestamp(),
                                           "key": caller.key_id})
-    return HTMLResponse(f'<p class="small ok">thank you — feedback {"👍" if rating == 1 else "👎"} saved with the trace</p>')
+    return HTMLResponse(f'<p class="small ok">thank you — "{"helpful" if rating == 1 else "not helpful"}" saved with '
+                        'the trace</p>')
 
 
 # ---------------------------------------------------------------------- passages and traces
@@ -199,7 +200,7 @@ def trace_page(request: Request, trace_id: str):
     caller = who(request)
     with state(request).pool.reader() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
-        values = ui_parts.trace_context(t, answer_html)
+        values = ui_parts.trace_context(t, answer_html, clinic.kb.db)
     return page(request, "trace.html", "traces", caller, layers=QUERY_LAYERS, can_diagnose=not caller.tenant,
                 **values)
 
@@ -211,7 +212,8 @@ def compare_page(request: Request, a: str = "", b: str = ""):
     with state(request).pool.reader() as clinic:
         for tid in (a, b):
             if tid:
-                sides.append(ui_parts.trace_context(ui_parts.own_trace(clinic, tid, caller), answer_html))
+                sides.append(ui_parts.trace_context(ui_parts.own_trace(clinic, tid, caller), answer_html,
+                                                    clinic.kb.db))
     return page(request, "compare.html", "traces", caller, sides=sides, a_id=a, b_id=b)
 
 

@@ -60,10 +60,10 @@ def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str
     raise ApiError(404, "not_found", "no such passage (its document was changed or removed)")
 
 
-def trace_context(t, answer_html) -> dict[str, Any]:
+def trace_context(t, answer_html, db=None) -> dict[str, Any]:
     a = t.answer
     return {"t": t, "answer_html": answer_html(a.text, a.citations, t.id), "waterfall": waterfall(t),
-            "hits": _hits(t), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
+            "hits": _hits(t, db), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
             "decision": t.state_after("gate").decision if t.span("gate") else None}
 
 
@@ -79,14 +79,16 @@ def waterfall(t) -> list[dict[str, Any]]:
     return rows
 
 
-def _hits(t) -> list[dict[str, Any]]:
+def _hits(t, db=None) -> list[dict[str, Any]]:
     if not t.span("retrieve"):
         return []
     after = t.state_after("gate") if t.span("gate") else t.state_after("scope") if t.span("scope") else None
     in_context = {p.chunk.id: p for p in (after.passages if after else ())}
-    docs = {p.chunk.doc_id: p.doc for p in in_context.values()}
+    hits = t.state_after("retrieve").hits
+    docs = dict(db.doc_infos([h.chunk.doc_id for h in hits])) if db is not None else {}
+    docs.update({p.chunk.doc_id: p.doc for p in in_context.values()})
     out = []
-    for h in t.state_after("retrieve").hits:
+    for h in hits:
         p = in_context.get(h.chunk.id)
         doc = docs.get(h.chunk.doc_id)
         out.append({"text": h.chunk.text, "score": h.score, "sources": h.sources,
