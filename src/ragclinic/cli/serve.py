@@ -30,6 +30,9 @@ def serve_cmd(
     llm: Optional[str] = typer.Option(None, "--llm", show_default=False, help="local | local-small | openai | none."),
     evals: Optional[Path] = typer.Option(None, "--evals", show_default=False,
                                          help="A folder of `ragclinic eval --out` runs for the UI's Evaluations page."),
+    otlp_endpoint: Optional[str] = typer.Option(None, "--otlp-endpoint", show_default=False,
+                                                help="Export OpenTelemetry spans (OpenInference conventions) over "
+                                                     "OTLP/HTTP here (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: off)."),
 ) -> None:
     """Serve the knowledge base over HTTP: /v1/ask (JSON or server-sent events), /v1/chat/completions
     (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
@@ -48,6 +51,7 @@ def serve_cmd(
         raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
     settings = Settings.load(kb, llm=llm)
     application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb, evals=evals,
+                             otlp_endpoint=otlp_endpoint,
                              on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
     err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ "
               f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'})")

@@ -19,6 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from ragclinic.server import telemetry
 from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
@@ -74,6 +75,7 @@ def _consult(rc, body: AskBody, who: Principal, on_token, on_span):
         seen = clinic.consult(body.question, body.scope, body.doctor, body.top_k, on_token=on_token,
                               enforced=who.enforced, on_span=on_span)
     rc.metrics.observe_answer(seen.payload, seen.trace)
+    telemetry.emit(rc.tracer, seen.trace, seen.payload)
     return seen
 
 

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
-from ragclinic.server import ui_parts
+from ragclinic.server import telemetry, ui_parts
 from ragclinic.server.app import state
 from ragclinic.server.auth import COOKIE, Principal, presented_key
 from ragclinic.server.errors import ApiError
@@ -140,6 +140,7 @@ async def ask_stream(request: Request):
                                   on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
                                   enforced=caller.enforced)
         rc.metrics.observe_answer(seen.payload, seen.trace)
+        telemetry.emit(rc.tracer, seen.trace, seen.payload)
         html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html))
         j.emit("status", "")
         j.emit("final", html)
