@@ -1,7 +1,7 @@
 """Load on `ragclinic serve` over 127.0.0.1: N concurrent clients for a fixed time (bounded: it stops by itself).
 
     .venv/bin/python bench/serve_load_bench.py --llm fake --clients 32 --seconds 60 --out bench/out/serve-load-fake.json
-    .venv/bin/python bench/serve_load_bench.py --llm local --clients 8 --seconds 120 --ask-share 0.5 --out ...
+    .venv/bin/python bench/serve_load_bench.py --llm local --clients 8 --seconds 120 --ask-share 0.3 --unique --out ...
 
 A knowledge base of the demo corpus; a real uvicorn server on a free loopback port with a key; each client
 loops: /v1/retrieval, or with probability --ask-share /v1/ask (doctor off; the scripted fake model or the
@@ -50,7 +50,7 @@ def _server(kb: Path, llm: str):
     return server, f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
 
 
-def _client(base: str, until: float, ask_share: float, seed: int, out: list) -> None:
+def _client(base: str, until: float, ask_share: float, seed: int, out: list, unique: bool = False) -> None:
     import httpx
 
     rnd = random.Random(seed)
@@ -58,6 +58,8 @@ def _client(base: str, until: float, ask_share: float, seed: int, out: list) -> 
     with httpx.Client(base_url=base, headers=headers, timeout=600) as c:
         while time.monotonic() < until:
             q = rnd.choice(QUESTIONS)
+            if unique:  # no two prompts alike: the model's memory of identical calls cannot answer them
+                q = f"{q} ({''.join(rnd.choice('bcdfghjklmnpqrstvwxz') for _ in range(6))})"  # no digits: no number to check
             route = "/v1/ask" if rnd.random() < ask_share else "/v1/retrieval"
             body = {"question": q, "doctor": False} if route == "/v1/ask" else {"query": q, "k": 10}
             t0 = time.perf_counter()
@@ -92,6 +94,8 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--ask-share", type=float, default=0.1, help="share of requests that go to /v1/ask")
+    ap.add_argument("--unique", action="store_true",
+                    help="make every question unique (else repeated questions are answered from the model's memo)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args()
     from ragclinic.clinic import Clinic
@@ -106,7 +110,7 @@ def main() -> None:
         results: list = []
         queue: list[float] = []
         until = time.monotonic() + a.seconds
-        threads = [threading.Thread(target=_client, args=(base, until, a.ask_share, i, results)) for i in range(a.clients)]
+        threads = [threading.Thread(target=_client, args=(base, until, a.ask_share, i, results, a.unique)) for i in range(a.clients)]
         threads.append(threading.Thread(target=_queue_sampler, args=(base, until, queue)))
         t0 = time.monotonic()
         for t in threads:
@@ -123,7 +127,7 @@ def main() -> None:
         lat = [x for r, s, x in results if r == route and s == 200]
         routes[route] = {"ok": len(lat), "p50_ms": _pct(lat, 0.5), "p99_ms": _pct(lat, 0.99),
                          "per_s": round(len(lat) / wall, 2)}
-    emit({"llm": a.llm, "clients": a.clients, "seconds": a.seconds, "wall_s": round(wall, 1), "requests": len(results),
+    emit({"llm": a.llm, "unique": a.unique, "clients": a.clients, "seconds": a.seconds, "wall_s": round(wall, 1), "requests": len(results),
           "statuses": statuses, "server_errors": sum(v for k, v in statuses.items() if k.startswith("5")),
           "routes": routes, "queue_depth": {"max": max(queue, default=0.0),
                                             "mean": round(statistics.mean(queue), 2) if queue else 0.0}}, a.out)

@@ -120,7 +120,7 @@ def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
 
     t0 = time.perf_counter()
     pairs, must = dict(body.scope or {}), tuple(sorted(who.enforced.items()))
-    with rc.pool.reader() as clinic:
+    with rc.pool.searcher() as clinic:
         req = AskRequest(body.query, Filter.parse(pairs).require(must), tuple(sorted(pairs.items())), top_k=body.k,
                          retriever=clinic.settings.retriever, rerank=False, enforced=must)
         found, out = clinic.pipeline.run_layer("retrieve", AskState(req))
@@ -187,7 +187,7 @@ def traces(request: Request, limit: int = 20, who: Principal = Caller) -> dict:
 
     if not 1 <= limit <= 500:
         raise ApiError(422, "invalid_request", "limit: between 1 and 500")
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         rows = list_traces(clinic.kb.db, limit, reruns=False, enforced=who.enforced or None)
     return {"traces": rows}
 
@@ -201,14 +201,14 @@ def _own_trace(clinic, trace_id: str, who: Principal):
 @router.get("/traces/{trace_id}", tags=["traces"])
 def trace(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The `trace show --json` object."""
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         return _own_trace(clinic, trace_id, who).to_dict()
 
 
 @router.post("/traces/{trace_id}/replay", tags=["traces"])
 def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The answer rebuilt from the trace's record, with no model call, and whether it equals the recorded one."""
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         t = _own_trace(clinic, trace_id, who)
         again = clinic.replay(t.id)
     return {**again.to_json(), "model_calls": again.model_calls, "equal": again.to_json() == t.final}

@@ -66,7 +66,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
 
     @app.get("/healthz", tags=["service"])
     def healthz() -> dict:
-        with pool.reader() as c:
+        with pool.searcher() as c:
             version = c.kb.db.version if (settings.kb / "kb.sqlite3").exists() else 0
         return {"ok": True, "kb_version": version}
 

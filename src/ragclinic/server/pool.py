@@ -1,6 +1,7 @@
 """Clinics for concurrent requests: one language model shared by all (its calls queued, the queue depth a
-gauge, a queued call dropped when its client has gone), a few reader clinics (each with its own SQLite
-connection: a read never waits for an ingest and sees the last committed version), one writer for ingest."""
+gauge, a queued call dropped when its client has gone), a few reader clinics for questions and one for
+searches and reads (each with its own SQLite connection: a read never waits for an ingest, nor a search for a
+question, and each sees the last committed version), one writer for ingest."""
 
 from __future__ import annotations
 
@@ -82,22 +83,37 @@ class ClinicPool:
         lm = base.lm
         self.model_flags = base.model_flags
         self.model = QueuedModel(lm, gauge) if lm is not None else None
-        self._free: queue.Queue[Clinic] = queue.Queue()
         self._all: list[Clinic] = []
-        for _ in range(max(1, readers)):
-            c = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
-            self._all.append(c)
-            self._free.put(c)
+        self._free = self._make(max(1, readers), on_warning)  # questions (they wait for the model)
+        self._search = self._make(1, on_warning)  # searches and reads: never queued behind a question
         self.writer = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
         self._write = threading.Lock()
 
+    def _make(self, n: int, on_warning) -> "queue.Queue[Clinic]":
+        free: queue.Queue[Clinic] = queue.Queue()
+        for _ in range(n):
+            c = Clinic(self.settings, model=self.model, on_warning=on_warning, sync_indexes=False)
+            self._all.append(c)
+            free.put(c)
+        return free
+
     @contextmanager
     def reader(self) -> Iterator[Clinic]:
+        """A clinic for a question (it may wait for the shared model)."""
         c = self._free.get()
         try:
             yield c
         finally:
             self._free.put(c)
+
+    @contextmanager
+    def searcher(self) -> Iterator[Clinic]:
+        """A clinic for a search or a read (traces, pages): no model call, so never behind a question."""
+        c = self._search.get()
+        try:
+            yield c
+        finally:
+            self._search.put(c)
 
     @contextmanager
     def writing(self) -> Iterator[Clinic]:

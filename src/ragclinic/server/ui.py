@@ -179,7 +179,7 @@ def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int =
 @router.get("/passage/{chunk_id}")
 def passage_page(request: Request, chunk_id: str, trace: str = "", n: int = 0):
     caller = who(request)
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         values = ui_parts.passage(clinic, chunk_id, trace, caller)
     return page(request, "passage.html", "ask", caller, n=n, trace=trace, **values)
 
@@ -189,7 +189,7 @@ def traces_page(request: Request):
     from ragclinic.trace.store import list_traces
 
     caller = who(request)
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         rows = list_traces(clinic.kb.db, 100, enforced=caller.enforced or None)
     for r in rows:
         r["when"] = dt.datetime.fromtimestamp(r["created"]).strftime("%Y-%m-%d %H:%M")
@@ -199,7 +199,7 @@ def traces_page(request: Request):
 @router.get("/traces/{trace_id}")
 def trace_page(request: Request, trace_id: str):
     caller = who(request)
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
         values = ui_parts.trace_context(t, answer_html, clinic.kb.db)
     return page(request, "trace.html", "traces", caller, layers=QUERY_LAYERS, can_diagnose=not caller.tenant,
@@ -210,7 +210,7 @@ def trace_page(request: Request, trace_id: str):
 def compare_page(request: Request, a: str = "", b: str = ""):
     caller = who(request)
     sides = []
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         for tid in (a, b):
             if tid:
                 sides.append(ui_parts.trace_context(ui_parts.own_trace(clinic, tid, caller), answer_html,
@@ -249,7 +249,7 @@ def rerun_fragment(request: Request, trace_id: str = Form(...), layer: str = For
 @router.get("/kb")
 def kb_page(request: Request):
     caller = who(request)
-    with state(request).pool.reader() as clinic:
+    with state(request).pool.searcher() as clinic:
         values = ui_parts.kb_context(clinic, caller)
     return page(request, "kb.html", "kb", caller, **values)
 
