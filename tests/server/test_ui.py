@@ -54,6 +54,7 @@ def test_ask_streams_an_answer_with_citation_links(served):
     assert passage.status_code == 200 and re.search(r"<mark id=\"cited\">[^<]*treasury bills", passage.text)
     trace = served.get(f"/traces/{m.group(2)}")
     assert trace.status_code == 200 and "Where the time went" in trace.text and "Retrieved" in trace.text
+    assert "Where the context came from" in trace.text and "markdown" in trace.text  # parse and chunk provenance
     assert "Which layer broke it?" in trace.text
     cmp = served.get(f"/compare?a={m.group(2)}&b={m.group(2)}")
     assert cmp.status_code == 200 and cmp.text.count("Where the time went") == 2

@@ -162,6 +162,7 @@ def chat_cmd(
     pairs = parse_pairs(scope, "--scope")
     previous = ""
     with open_clinic(kb, llm, quiet=False) as clinic:
+        clinic.lm  # noqa: B018 - load the model (start its worker) while the user types the first question
         while True:
             try:
                 q = input("? ").strip()

@@ -254,6 +254,14 @@ def kb_page(request: Request):
     return page(request, "kb.html", "kb", caller, **values)
 
 
+@router.get("/kb/doc/{doc_id}")
+def doc_page(request: Request, doc_id: str):
+    caller = who(request)
+    with state(request).pool.searcher() as clinic:
+        values = ui_parts.doc_context(clinic, doc_id, caller)
+    return page(request, "doc.html", "kb", caller, **values)
+
+
 @router.post("/ui/retrieval")
 def retrieval_fragment(request: Request, q: str = Form(...)):
     from ragclinic.server.api import RetrievalBody, _retrieve

@@ -63,7 +63,7 @@ def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str
 def trace_context(t, answer_html, db=None) -> dict[str, Any]:
     a = t.answer
     return {"t": t, "answer_html": answer_html(a.text, a.citations, t.id), "waterfall": waterfall(t),
-            "hits": _hits(t, db), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
+            "hits": _hits(t, db), "provenance": _provenance(t, db), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
             "decision": t.state_after("gate").decision if t.span("gate") else None}
 
 
@@ -77,6 +77,24 @@ def waterfall(t) -> list[dict[str, Any]]:
                      "prompt": sum(c.prompt_tokens for c in calls), "completion": sum(c.completion_tokens for c in calls),
                      "reused": sum(c.prompt_reused for c in calls)})
     return rows
+
+
+def _provenance(t, db=None) -> list[dict[str, Any]]:
+    """Where each passage of the context came from: the parse (document, parser) and the chunk (its place in
+    the document, section path, page, size)."""
+    layer = "gate" if t.span("gate") else "scope" if t.span("scope") else None
+    if layer is None:
+        return []
+    passages = t.state_after(layer).passages
+    parsers = {}
+    if db is not None and passages:
+        ids = sorted({p.chunk.doc_id for p in passages})
+        marks = ",".join("?" * len(ids))
+        parsers = dict(db.conn.execute(f"SELECT doc_id, parser FROM documents WHERE doc_id IN ({marks})", ids))
+    return [{"n": p.n, "title": p.doc.title or p.doc.path, "path": p.doc.path, "parser": parsers.get(p.chunk.doc_id, "(gone)"),
+             "ordinal": p.chunk.ordinal, "chars": f"{p.chunk.start}–{p.chunk.end}", "section": " › ".join(p.chunk.section),
+             "page": p.chunk.page, "tokens": p.chunk.tokens, "language": p.chunk.language, "marks": ", ".join(p.marks),
+             "chunk_id": p.chunk.id} for p in passages]
 
 
 def _hits(t, db=None) -> list[dict[str, Any]]:
@@ -99,16 +117,37 @@ def _hits(t, db=None) -> list[dict[str, Any]]:
 
 def kb_context(clinic, caller: Principal) -> dict[str, Any]:
     db = clinic.kb.db
-    rows = db.conn.execute("SELECT d.title, d.path, d.parser, d.tags, d.parse_report, d.chunk_report, "
+    rows = db.conn.execute("SELECT d.doc_id, d.title, d.path, d.parser, d.tags, d.parse_report, d.chunk_report, "
                            "(SELECT COUNT(*) FROM chunks c WHERE c.doc_id = d.doc_id) FROM documents d "
                            "ORDER BY d.path, d.record_key").fetchall()
     docs = []
-    for title, path, parser, tags, preport, creport, chunks in rows:
+    for doc_id, title, path, parser, tags, preport, creport, chunks in rows:
         tags, p, c = json.loads(tags), json.loads(preport), json.loads(creport)
         if caller.tenant and tags.get("tenant") != caller.tenant:
             continue
-        docs.append({"title": title, "path": path, "parser": parser, "characters": p.get("characters", ""),
+        docs.append({"doc_id": doc_id, "title": title, "path": path, "parser": parser, "characters": p.get("characters", ""),
                      "chunks": chunks, "tags": ", ".join(f"{k}={v}" for k, v in tags.items()),
                      "warnings": list(p.get("warnings", [])) + list(c.get("warnings", []))})
     stats = {"documents": len(docs), "chunks": sum(x["chunks"] for x in docs)}
     return {"docs": docs, "stats": stats, "version": db.version}
+
+
+def doc_context(clinic, doc_id: str, caller: Principal) -> dict[str, Any]:
+    """One document's parse and chunk reports and its chunks (a tenant's key: its tenant's documents only)."""
+    row = clinic.kb.db.conn.execute("SELECT title, path, language, tags, parse_report, chunk_report FROM documents "
+                                    "WHERE doc_id = ?", [doc_id]).fetchone()
+    if row is None or (caller.tenant and json.loads(row[3]).get("tenant") != caller.tenant):
+        raise ApiError(404, "not_found", f"no document {doc_id!r}")
+    title, path, language, tags, preport, creport = row
+    chunks = [{"id": cid, "ordinal": o, "section": " › ".join(json.loads(sec)), "page": pg, "tokens": tok, "text": txt}
+              for cid, o, sec, pg, tok, txt in clinic.kb.db.conn.execute(
+                  "SELECT chunk_id, ordinal, section, page, tokens, text FROM chunks WHERE doc_id = ? ORDER BY ordinal",
+                  [doc_id])]
+
+    def rows(report: dict) -> list[tuple[str, str]]:
+        return [(k, json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)) for k, v in report.items()]
+
+    return {"title": title or path, "path": path, "doc_id": doc_id, "language": language,
+            "tags": ", ".join(f"{k}={v}" for k, v in json.loads(tags).items()),
+            "reports": [("parse report", rows(json.loads(preport))), ("chunk report", rows(json.loads(creport)))],
+            "chunks": chunks}
