@@ -16,6 +16,7 @@ from pathlib import Path
 from ragclinic.config import Settings
 from ragclinic.errors import UnsupportedFileType
 from ragclinic.pipeline.parse.base import Parser
+from ragclinic.pipeline.parse.csv import CsvParser
 from ragclinic.pipeline.parse.docx import DocxParser
 from ragclinic.pipeline.parse.html import HtmlParser
 from ragclinic.pipeline.parse.jsonl import JsonlParser
@@ -28,7 +29,7 @@ from ragclinic.types import Parsed, RecordError, SourceFile
 __all__ = ["PARSERS", "SUPPORTED_SUFFIXES", "Parser", "parse_source", "parser_for", "supported_suffixes"]
 
 PARSERS: Registry[Parser] = Registry("parser")
-for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser):
+for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser, CsvParser):
     PARSERS.register(_cls.name, _cls)
 
 # Formats people try that we deliberately do not parse, with the fix.
