@@ -101,5 +101,5 @@ def test_schema_2_knowledge_base_gains_the_trace_table(tmp_path):
     db.conn.execute("DROP TABLE traces")
     db.close()
     db = Database(tmp_path / "kb.sqlite")
-    assert db.meta("schema_version") == "3" and list_traces(db) == []
+    assert db.meta("schema_version") == "4" and list_traces(db) == []
     db.close()

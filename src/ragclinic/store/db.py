@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import StoreError
+from ragclinic.store import tables
 from ragclinic.text.headers import index_text
 from ragclinic.types import Chunk, ChunkReport, DocInfo, ParsedDocument, ParseReport
 
-SCHEMA_VERSION = 3  # 2: documents.tags; 3: traces
+SCHEMA_VERSION = 4  # 2: documents.tags; 3: traces; 4: sql_tables (store/tables.py)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,21 +73,33 @@ class Database:
             # NORMAL in WAL mode is durable against a killed process (what we promise), not power loss.
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA)
+            self.conn.executescript(_SCHEMA + tables.SCHEMA)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{path} is not a usable ragclinic database ({e}); "
                              f"point --kb at another folder or restore a backup") from None
         found = self.meta("schema_version")
         if found is None:
             self.set_meta("schema_version", str(SCHEMA_VERSION))
-        elif int(found) in (1, 2):
+        elif int(found) in (1, 2, 3):
             with self.transaction():
                 if int(found) == 1:  # schema 1 had no tags: add the column, every document untagged
                     self.conn.execute("ALTER TABLE documents ADD COLUMN tags TEXT NOT NULL DEFAULT '{}'")
-                # schema 2 → 3 only adds the traces table, which the script above has created
+                # schema 2 → 3 only adds the traces table, which the script above has created; 3 → 4 adds
+                # sql_tables: filled here from the tables every document's structure already records
+                self._backfill_tables()
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
         elif int(found) != SCHEMA_VERSION:
             raise StoreError(f"{path} has schema version {found}; this ragclinic reads {SCHEMA_VERSION}")
+
+    def _backfill_tables(self) -> None:
+        from ragclinic.types import Table
+
+        for doc_id, title, structure, version in self.conn.execute(
+                "SELECT doc_id, title, structure, version FROM documents").fetchall():
+            found = json.loads(structure).get("tables", [])
+            if found:
+                tables.write_tables(self.conn, doc_id, title, [Table(tuple(tuple(r) for r in t["rows"]), t["start"],
+                                                                     t["end"], t.get("page")) for t in found], version)
 
     # ------------------------------------------------------------------ transactions
     @contextmanager
@@ -268,6 +281,7 @@ class Database:
              doc.text, json.dumps(structure, ensure_ascii=False), json.dumps(dict(doc.metadata), ensure_ascii=False),
              json.dumps(preport.to_dict(), ensure_ascii=False), json.dumps(creport.to_dict(), ensure_ascii=False),
              version, _tags_json(tags)])
+        tables.write_tables(self.conn, doc.doc_id, doc.title, doc.tables, version)
         added = 0
         for i, c in enumerate(chunks):
             if c.id in old:
@@ -346,6 +360,7 @@ class Database:
             rows = [r[0] for r in self.conn.execute("SELECT rowid FROM chunks WHERE doc_id = ?", [doc_id])]
             self._delete_chunk_rows(rows, version)
             self.conn.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
+            tables.drop_tables(self.conn, [doc_id])
             removed += len(rows)
         return removed
 

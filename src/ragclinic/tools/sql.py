@@ -1,0 +1,90 @@
+"""The `sql` tool: one read-only SELECT over the tables found at ingest (store/tables.py), checked before it runs.
+
+The query is parsed with sqlglot (SQLite dialect): exactly one statement, a SELECT (UNION of SELECTs, WITH
+allowed), no DDL or DML, no PRAGMA / ATTACH, and only the tables the caller may see (their documents in the
+question's scope — a tenant's key never reaches another tenant's table). It runs on a read-only connection with
+a row limit and a time limit. The output names the tables (and so the documents) the numbers came from, for
+the answer's citations.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ragclinic.tools.calculator import ToolError
+
+MAX_ROWS = 200
+MAX_SECONDS = 2.0
+
+DESCRIPTION = ("sql: one SQLite SELECT over the tables found in the documents (CSV/TSV files and the tables in "
+               "PDF, DOCX, HTML, Markdown pages). Input: the query, e.g. \"SELECT product, price * units_q2 AS "
+               "revenue FROM t_ab12_0 ORDER BY revenue DESC LIMIT 1\" or \"SELECT SUM(price * units_q2) FROM "
+               "t_ab12_0\"; the tables and their columns (with types) are listed for you. Output: the columns and "
+               "up to 200 rows, and the tables used.")
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple, ...]
+    tables: tuple[str, ...]  # the tables the query read (for citations)
+    truncated: bool
+    seconds: float
+
+
+def check(query: str, allowed: set[str]) -> tuple[str, ...]:
+    """The tables a SELECT reads; ToolError naming what is not allowed otherwise."""
+    import sqlglot
+    from sqlglot import exp
+
+    if not query or not query.strip():
+        raise ToolError("sql: give one SELECT query")
+    try:
+        statements = [s for s in sqlglot.parse(query, read="sqlite") if s is not None]
+    except sqlglot.errors.ParseError as e:
+        raise ToolError(f"sql: cannot parse the query ({str(e).splitlines()[0]}); write one SQLite SELECT") from None
+    if len(statements) != 1:
+        raise ToolError(f"sql: exactly one statement, not {len(statements)}")
+    tree = statements[0]
+    if not isinstance(tree, (exp.Select, exp.Union, exp.Intersect, exp.Except)):
+        raise ToolError(f"sql: only SELECT queries run here, not {tree.key.upper()}")
+    forbidden = (exp.Insert, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.Alter, exp.Command, exp.Pragma,
+                 exp.Attach, exp.Detach)
+    bad = next((n for n in tree.walk() if isinstance(n, forbidden)), None)
+    if bad is not None:
+        raise ToolError(f"sql: {bad.key.upper()} is not allowed; only reading SELECTs")
+    ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    used = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name and t.name not in ctes}))
+    unknown = [t for t in used if t not in allowed]
+    if unknown:
+        raise ToolError(f"sql: no table {', '.join(unknown)} here; the tables you may query: "
+                        f"{', '.join(sorted(allowed)) or '(none)'}")
+    if not used:
+        raise ToolError("sql: the query reads no table; use the calculator for plain arithmetic")
+    return used
+
+
+def run_sql(db_path: Path, query: str, allowed: set[str], *, max_rows: int = MAX_ROWS,
+            max_seconds: float = MAX_SECONDS) -> SqlResult:
+    used = check(query, allowed)
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    deadline = time.monotonic() + max_seconds
+    conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+    t0 = time.perf_counter()
+    try:
+        cur = conn.execute(query)
+        rows = cur.fetchmany(max_rows + 1)
+        columns = tuple(d[0] for d in cur.description or ())
+    except sqlite3.OperationalError as e:
+        if "interrupted" in str(e):
+            raise ToolError(f"sql: the query ran past {max_seconds:g} s; aggregate or add a LIMIT") from None
+        raise ToolError(f"sql: {e}") from None
+    except sqlite3.DatabaseError as e:
+        raise ToolError(f"sql: {e}") from None
+    finally:
+        conn.close()
+    return SqlResult(columns, tuple(tuple(r) for r in rows[:max_rows]), used, len(rows) > max_rows,
+                     round(time.perf_counter() - t0, 4))
