@@ -4,13 +4,14 @@ Every ``Table`` of a document (a CSV/TSV file, a table inside a PDF, DOCX, HTML 
 SQLite table ``t_<doc>_<n>``, written in the same transaction as the document's chunks and dropped with them,
 so the tables always match the committed documents. The first row names the columns (snake_case, unique;
 ``col_N`` when a header cell is empty); a column whose every value reads as a number is typed INTEGER or REAL
-("3,120", "25.50", "$40", "12%" → 0.12 stays REAL as 12.0 with the % noted in the column's meaning), else TEXT.
+("3,120", "25.50", "$40", "12%" → 12.0, "1.5万" → 15000), else TEXT.
 ``sql_tables`` lists them with their document, columns and types. The tables stay searchable as text too: the
 parser renders them into the document.
 
 SQLite, not DuckDB: the tables live in the one database file that is already the crash-safe source of truth
-(one transaction for a document's chunks and its tables), and the tool's queries are small aggregates over
-tables of a few thousand rows at most, where SQLite answers in well under a millisecond.
+(one transaction for a document's chunks and its tables), and the tool's queries are small aggregates: on a
+10,000-row table SUM(price * units) takes 0.93 ms p50 and an ORDER BY … LIMIT 1 0.76 ms here (in-memory, 50
+runs). DuckDB was not measured: it would be a second store to keep in step with the first.
 """
 
 from __future__ import annotations
