@@ -38,7 +38,7 @@ def ingest_cmd(
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
 ) -> None:
-    """Parse, chunk, embed and index documents (PDF, DOCX, HTML, Markdown, text, JSONL, CSV/TSV).
+    """Parse, chunk, embed and index documents (PDF, DOCX, HTML, Markdown, text, JSONL, CSV/TSV, XLSX).
 
     Unchanged files are skipped; changed files replace their old chunks.
 

@@ -33,7 +33,7 @@ def test_legacy_doc_says_convert():
 
 def test_supported_suffixes():
     assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".txt",
-                                       ".text", ".jsonl", ".csv", ".tsv"}
+                                       ".text", ".jsonl", ".csv", ".tsv", ".xlsx", ".xlsm"}
 
 
 def test_a_plugin_registers_like_the_built_ins(tmp_path, monkeypatch):

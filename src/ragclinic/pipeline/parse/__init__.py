@@ -23,13 +23,14 @@ from ragclinic.pipeline.parse.jsonl import JsonlParser
 from ragclinic.pipeline.parse.markdown import MarkdownParser
 from ragclinic.pipeline.parse.pdf import PdfParser
 from ragclinic.pipeline.parse.text import TextParser
+from ragclinic.pipeline.parse.xlsx import XlsxParser
 from ragclinic.registry import Registry
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 __all__ = ["PARSERS", "SUPPORTED_SUFFIXES", "Parser", "parse_source", "parser_for", "supported_suffixes"]
 
 PARSERS: Registry[Parser] = Registry("parser")
-for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser, CsvParser):
+for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser, CsvParser, XlsxParser):
     PARSERS.register(_cls.name, _cls)
 
 # Formats people try that we deliberately do not parse, with the fix.

@@ -43,28 +43,31 @@ def _mb(n: float) -> str:
     return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
 
 
-def open_checked_zip(data: bytes, settings: Settings) -> zipfile.ZipFile:
-    """Open the DOCX zip after checking its declared sizes; ParseError for bombs and corrupt files."""
+def open_checked_zip(data: bytes, settings: Settings, *, kind: str = "DOCX", app: str = "Word",
+                     required: str = "word/document.xml") -> zipfile.ZipFile:
+    """Open an Office zip (DOCX; XLSX with ``kind``/``app``/``required``) after checking its declared sizes;
+    ParseError for bombs and corrupt files."""
     if data.startswith(_OLE_MAGIC):
-        raise EncryptedDocument("DOCX is password-protected or a legacy .doc in disguise (OLE container); "
-                                "remove the password / re-save as .docx in Word or LibreOffice")
+        legacy = {"DOCX": ".doc", "XLSX": ".xls"}.get(kind, "binary file")
+        raise EncryptedDocument(f"{kind} is password-protected or a legacy {legacy} in disguise (OLE container); "
+                                f"remove the password / re-save as .{kind.lower()} in {app} or LibreOffice")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
     except (zipfile.BadZipFile, ValueError, OSError) as e:
-        raise ParseError(f"corrupt DOCX: not a valid zip archive ({e}); re-save it from Word or LibreOffice")
+        raise ParseError(f"corrupt {kind}: not a valid zip archive ({e}); re-save it from {app} or LibreOffice")
     # zipfile never inflates a member past its declared file_size, so the declared sizes bound
-    # what python-docx can read, even when an attacker lies about them.
+    # what the reader can read, even when an attacker lies about them.
     uncompressed = sum(i.file_size for i in infos)
     compressed = sum(i.compress_size for i in infos) or 1
     if uncompressed > settings.zip_max_uncompressed:
-        raise ParseError(f"DOCX looks like a zip bomb: {_mb(uncompressed)} uncompressed "
+        raise ParseError(f"{kind} looks like a zip bomb: {_mb(uncompressed)} uncompressed "
                          f"(limit {_mb(settings.zip_max_uncompressed)}, settings zip_max_uncompressed)")
     if uncompressed / compressed > settings.zip_max_ratio:
-        raise ParseError(f"DOCX looks like a zip bomb: compression ratio {uncompressed / compressed:.0f}:1 "
+        raise ParseError(f"{kind} looks like a zip bomb: compression ratio {uncompressed / compressed:.0f}:1 "
                          f"(limit {settings.zip_max_ratio:.0f}:1, settings zip_max_ratio)")
-    if "word/document.xml" not in archive.namelist():
-        raise ParseError("corrupt DOCX: no word/document.xml in the archive (is it really a Word file?)")
+    if required not in archive.namelist():
+        raise ParseError(f"corrupt {kind}: no {required} in the archive (is it really an {app} file?)")
     return archive
 
 
