@@ -48,7 +48,7 @@ def who(request: Request) -> Principal:
             raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path, 'error': '1'})}", 303))
         rest = {k: v for k, v in request.query_params.items() if k != "api_key"}
         back = RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), 303)
-        back.set_cookie(COOKIE, given, httponly=True, samesite="strict")
+        back.set_cookie(COOKIE, given, httponly=True, samesite="lax")
         raise _Login(back)
     found = rc.keys.check(presented_key(request.headers, request.cookies, {}))
     if found is None:
@@ -88,7 +88,7 @@ def login(request: Request, key: str = Form(""), next: str = Form("/")):
     if state(request).keys.check(key) is None:
         return page(request, "login.html", "", None, next=_local(next), error="that key is not valid")
     back = RedirectResponse(_local(next), 303)
-    back.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+    back.set_cookie(COOKIE, key, httponly=True, samesite="lax")
     return back
 
 
