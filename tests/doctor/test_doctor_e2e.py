@@ -222,3 +222,18 @@ def test_cli_trace_show_prints_the_repairs(kb_dir):
     plain = _ask(kb_dir, Q_EN, "--no-doctor")
     r = runner.invoke(app, ["trace", "show", plain["trace_id"], "--kb", kb_dir], env=WIDE)
     assert r.exit_code == 0 and "repairs" not in r.stdout
+
+
+def test_cli_trace_show_round_gives_the_whole_path_in_order(kb_dir):
+    a = _ask(kb_dir, Q_EN)
+    r = runner.invoke(app, ["trace", "show", "--round", a["trace_id"], "--kb", kb_dir, "--json"], env=WIDE)
+    assert r.exit_code == 0, r.output
+    path = json.loads(r.stdout)
+    ids = [t["id"] for t in path["traces"]]
+    assert ids[0] == a["trace_id"] and len(ids) > 1 and path["round"] == a["trace_id"]
+    assert all(t["debug_round_id"] == a["trace_id"] for t in path["traces"])
+    assert [t["created"] for t in path["traces"]] == sorted(t["created"] for t in path["traces"])
+    assert a["doctor"]["answer_trace_id"] in ids  # the re-run whose answer the doctor kept
+    text = runner.invoke(app, ["trace", "show", "--round", a["trace_id"], "--kb", kb_dir], env=WIDE)
+    assert text.exit_code == 0 and f"1 / {len(ids)}" in text.stdout and "re-run from" in text.stdout
+    assert runner.invoke(app, ["trace", "show", "--kb", kb_dir], env=WIDE).exit_code == 2

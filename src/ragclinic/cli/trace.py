@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import app, handle_errors, out, print_json
+from ragclinic.cli.main import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.clinic import Clinic
 from ragclinic.trace.model import Trace
@@ -44,15 +44,30 @@ def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--lim
 
 @trace_app.command("show")
 @handle_errors
-def show_cmd(trace_id: str = typer.Argument(..., help="Trace id (or a unique prefix)."),
-             kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
-    """One trace: a timeline of the layers, what each produced, and every model call."""
+def show_cmd(trace_id: Optional[str] = typer.Argument(None, help="Trace id (or a unique prefix).", show_default=False),
+             kb: Optional[Path] = KbOption,
+             round_id: Optional[str] = typer.Option(None, "--round", show_default=False,
+                                                    help="Every trace of this debug round, in the order they ran: the "
+                                                         "question, the doctor's re-runs, the debugger's probes."),
+             json_out: bool = JsonOption) -> None:
+    """One trace: a timeline of the layers, what each produced, and every model call. With --round ID (a root
+    trace's id is its round's id): the whole path of one question, trace after trace."""
+    if (trace_id is None) == (round_id is None):
+        raise fail("give a trace id, or --round ID")
     with _open(kb) as clinic:
-        trace = clinic.trace(trace_id)
+        if trace_id is not None:
+            traces = [clinic.trace(trace_id)]
+        else:
+            rows = list_traces(clinic.kb.db, 10_000, clinic.trace(round_id).debug_round_id)
+            traces = [clinic.trace(r["id"]) for r in sorted(rows, key=lambda r: r["created"])]
     if json_out:
-        print_json(trace.to_dict())
+        print_json(traces[0].to_dict() if trace_id is not None else {"round": traces[0].debug_round_id,
+                                                                      "traces": [t.to_dict() for t in traces]})
         return
-    render(trace)
+    for i, t in enumerate(traces):
+        if round_id is not None:
+            out.rule(f"{i + 1} / {len(traces)}" + (f" · re-run from {t.rerun_from}" if t.parent_id else " · the question"))
+        render(t)
 
 
 def render(trace: Trace) -> None:
