@@ -100,3 +100,5 @@ def test_feedback_diagnose_and_rerun_fragments(served):
     assert "verdict: none" in d.text
     rr = served.post("/ui/rerun", data={"trace_id": tid, "layer": "gate"})
     assert "/traces/" in rr.text and "compare" in rr.text
+    page = served.get(f"/traces/{tid}").text  # the question, the debugger's probe re-runs, the re-run: one path
+    assert "The whole path of this question" in page and "re-run from gate" in page and "this trace" in page

@@ -202,8 +202,9 @@ def trace_page(request: Request, trace_id: str):
     with state(request).pool.searcher() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
         values = ui_parts.trace_context(t, answer_html, clinic.kb.db)
+        path = ui_parts.round_path(clinic, t)
     return page(request, "trace.html", "traces", caller, layers=QUERY_LAYERS, can_diagnose=not caller.tenant,
-                **values)
+                path=path, **values)
 
 
 @router.get("/compare")

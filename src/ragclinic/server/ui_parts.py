@@ -151,3 +151,19 @@ def doc_context(clinic, doc_id: str, caller: Principal) -> dict[str, Any]:
             "tags": ", ".join(f"{k}={v}" for k, v in json.loads(tags).items()),
             "reports": [("parse report", rows(json.loads(preport))), ("chunk report", rows(json.loads(creport)))],
             "chunks": chunks}
+
+
+def round_path(clinic, t) -> list[dict[str, Any]]:
+    """Every trace of ``t``'s debug round in the order they ran: the question, the doctor's re-runs (what each
+    changed), the debugger's probes."""
+    from ragclinic.trace.store import list_traces
+
+    rows = sorted(list_traces(clinic.kb.db, 500, t.debug_round_id), key=lambda r: r["created"])
+    out = []
+    for r in rows:
+        x = clinic.trace(r["id"])
+        change = x.span("change")
+        out.append({"id": x.id, "current": x.id == t.id, "from": x.rerun_from, "route": r["route"],
+                    "changed": ", ".join(change.input.changed) if change else "",
+                    "answer": x.final.get("answer", "")[:140], "ms": x.total_ms})
+    return out if len(out) > 1 else []
