@@ -60,6 +60,12 @@ def test_the_revenue_questions(kb):
     ("SELECT 1 + 1", "reads no table"),
     ("SELEC * FROM {t}", "cannot parse|only SELECT"),
     ("WITH x AS (SELECT * FROM traces) SELECT * FROM x", "no table traces"),
+    ("SELECT * FROM {t}, pragma_table_info('documents')", "table-valued function"),
+    ("SELECT * FROM {t} JOIN json_each('[1]')", "table-valued function"),
+    ("SELECT load_extension('x') FROM {t}", "load_extension"),
+    ("SELECT readfile('/etc/passwd') FROM {t}", "readfile"),
+    ("SELECT * FROM {t} UNION SELECT * FROM documents", "no table documents"),
+    ("SELECT (SELECT text FROM main.documents) FROM {t}", "no table documents"),
 ])
 def test_only_one_reading_select_over_allowed_tables(kb, query, why):
     name = _tables(kb)["products"]["name"]

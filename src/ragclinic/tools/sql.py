@@ -9,6 +9,7 @@ the answer's citations.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from ragclinic.tools.calculator import ToolError
 
 MAX_ROWS = 200
 MAX_SECONDS = 2.0
+# what reads beyond the listed tables or touches the file system (extension loading is also off in sqlite3)
+_FORBIDDEN_FUNC = re.compile(r"^(pragma_|sqlite_|load_extension$|readfile$|writefile$|edit$|fts3_tokenizer$|zipfile)")
 
 DESCRIPTION = ("sql: one SQLite SELECT over the tables found in the documents (CSV/TSV files and the tables in "
                "PDF, DOCX, HTML, Markdown pages). Input: the query, e.g. \"SELECT product, price * units_q2 AS "
@@ -56,6 +59,13 @@ def check(query: str, allowed: set[str]) -> tuple[str, ...]:
     bad = next((n for n in tree.walk() if isinstance(n, forbidden)), None)
     if bad is not None:
         raise ToolError(f"sql: {bad.key.upper()} is not allowed; only reading SELECTs")
+    for t in tree.find_all(exp.Table):  # a table-valued function (pragma_table_info(...), json_each(...)) in FROM
+        if not isinstance(t.this, exp.Identifier):
+            raise ToolError("sql: only the listed tables may be read, not a table-valued function")
+    for f in tree.find_all(exp.Func):
+        name = (f.name if isinstance(f, exp.Anonymous) else f.sql_name()).lower()
+        if _FORBIDDEN_FUNC.match(name):
+            raise ToolError(f"sql: the function {name}() is not allowed")
     ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
     used = tuple(sorted({t.name for t in tree.find_all(exp.Table) if t.name and t.name not in ctes}))
     unknown = [t for t in used if t not in allowed]
