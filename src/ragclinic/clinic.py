@@ -225,12 +225,12 @@ class Clinic:
         return result
 
     # ------------------------------------------------------------------ traces
-    def trace(self, trace_id: str) -> Trace:
+    def trace(self, trace_id: str, *, exact: bool = False) -> Trace:
         """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,
         ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``."""
         from ragclinic.trace.store import load_trace
 
-        return load_trace(self.kb.db, trace_id)
+        return load_trace(self.kb.db, trace_id, exact=exact)
 
     def replay(self, trace_id: str) -> Answer:
         """The trace's answer rebuilt from what it recorded — the state it started from (a re-run's change

@@ -143,3 +143,17 @@ def test_metrics_count_answers_layers_and_requests(served):
     assert 'ragclinic_answers_total{outcome="answered"}' in text
     assert 'ragclinic_layer_duration_seconds_count{layer="generate"}' in text
     assert 'ragclinic_http_request_duration_seconds_count{method="POST",route="/v1/ask",status="200"}' in text
+
+
+def test_a_tenant_learns_nothing_from_trace_id_prefixes(served):
+    served.post("/v1/ask", json={"question": "What is the refund window?", "doctor": False}, headers=auth(GLOBEX))
+    for ref in ("%25", "_", "2026", "%"):
+        r = served.get(f"/v1/traces/{ref}", headers=auth(ACME))
+        assert r.status_code == 404 and "globex" not in r.text.lower()
+
+
+def test_bad_inputs_are_4xx_not_5xx(served):
+    long_q = {"model": "m", "messages": [{"role": "user", "content": "x " * 2500}]}
+    assert served.post("/v1/chat/completions", json=long_q, headers=auth(ADMIN)).status_code == 422
+    r = served.post("/v1/ingest", files=[("files", ("..", b"x", "text/plain"))], headers=auth(ADMIN))
+    assert r.status_code == 422

@@ -65,6 +65,12 @@ def test_evaluation_reports_are_listed_and_served(tmp_path):
         assert report.status_code == 200 and report.headers["content-security-policy"] == "script-src 'none'"
         for bad in ("/evals/..%2F..%2Fetc/passwd.html", "/evals/rgb-run/results.py", "/evals/nope/report.html"):
             assert c.get(bad).status_code == 404
+    (run / "results.json").write_text("[1, 2", encoding="utf-8")  # a broken run is left out, not a 500
+    gone = create_app(Settings.load(tmp_path / "kb", llm="none", embedder="fake", cache_dir=tmp_path / "cache"),
+                      evals=tmp_path / "no-such-folder")
+    with TestClient(app) as c, TestClient(gone) as g:
+        assert c.get("/evals").status_code == 200 and "rgb-run" not in c.get("/evals").text
+        assert g.get("/evals").status_code == 200
 
 
 @pytest.mark.parametrize("spec", ["short", "key-123456:team=x", "key-123456:tenant="])

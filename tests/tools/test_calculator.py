@@ -23,6 +23,8 @@ from ragclinic.tools.calculator import ToolError, calculate
     ("1.5万 + 5000", "20,000"),
     ("３，１２０ + １", "3,121"),
     ("3,120个包裹 + 2,905个包裹", "6,025 个包裹"),
+    ("1e5 + 1", "100,001"),
+    ("2.5E-3 * 1000", "2.5"),
 ])
 def test_expressions(expr, text):
     assert calculate(expr).text == text
@@ -38,6 +40,7 @@ def test_expressions(expr, text):
     ("9" * 30 + " * 9" * 3, "beyond"),
     ("x" * 600, "at most 500"),
     ("round(2.5, 40)", "digits"),
+    ("max(1)", "two or more"),
 ])
 def test_what_is_not_arithmetic_is_refused_with_the_reason(expr, why):
     with pytest.raises(ToolError, match=why):

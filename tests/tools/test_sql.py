@@ -73,6 +73,17 @@ def test_only_one_reading_select_over_allowed_tables(kb, query, why):
         run_sql(kb.db.path, query.format(t=name), {name})
 
 
+def test_sqlite_itself_refuses_what_the_parse_check_misses(kb):
+    name = _tables(kb)["products"]["name"]
+    sneaky = f"SELECT text FROM chunks, {name} WHERE EXISTS (WITH chunks AS (SELECT 1) SELECT 1 FROM chunks)"
+    with pytest.raises(ToolError, match="may not be the name of a stored table"):
+        run_sql(kb.db.path, sneaky, {name})
+    with pytest.raises(ToolError, match="beyond the tables|no table"):
+        run_sql(kb.db.path, f"SELECT * FROM {name} WHERE product IN documents", {name})
+    with pytest.raises(ToolError, match="cannot parse"):
+        run_sql(kb.db.path, "SELECT 'abc", {name})
+
+
 def test_a_table_outside_the_scope_is_not_there(kb):
     products, sales = _tables(kb)["products"]["name"], _tables(kb)["Sales"]["name"]
     with pytest.raises(ToolError, match=f"no table {sales}"):
@@ -97,5 +108,18 @@ def test_tables_follow_their_document(tmp_path):
             kb.db.delete_documents([first["doc_id"]])
         assert list_tables(kb.db.conn) == []
         assert kb.db.conn.execute("SELECT name FROM sqlite_master WHERE name = ?", [first["name"]]).fetchone() is None
+    finally:
+        kb.close()
+
+
+def test_long_ids_stay_exact_and_empty_tables_are_skipped(tmp_path):
+    ids = "person,id_number,count\nA,110101199003071234,3\nB,99999999999999999999,4\n"
+    kb = build_kb(tmp_path, {"ids.csv": ids, "blank.md": "# Blank\n\n| |\n|---|\n| |\n"})
+    try:
+        [t] = [x for x in list_tables(kb.db.conn) if x["title"] == "ids"]
+        types = {n: ty for n, ty, _ in t["columns"]}
+        assert types == {"person": "TEXT", "id_number": "TEXT", "count": "INTEGER"}  # 2**64 < 99999999999999999999
+        r = run_sql(kb.db.path, f"SELECT id_number FROM {t['name']} WHERE person = 'A'", {t["name"]})
+        assert r.rows == (("110101199003071234",),)
     finally:
         kb.close()

@@ -157,6 +157,8 @@ async def _save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Pr
     try:
         for f in files:
             name = Path(f.filename or "upload").name
+            if name in ("", ".", ".."):
+                raise ApiError(422, "invalid_request", f"{f.filename!r} is not a file name")
             if name.endswith(".meta.json"):
                 raise ApiError(422, "invalid_request", f"{name}: metadata sidecars are not accepted by upload; "
                                                        "send tags as form fields")

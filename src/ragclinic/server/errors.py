@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragclinic.errors import ConfigError, RagclinicError, StoreError
+
+
+log = logging.getLogger("ragclinic.server")
 
 
 class ApiError(Exception):
@@ -48,5 +53,8 @@ def install(app: FastAPI) -> None:
                             status_code=400)
 
     @app.exception_handler(Exception)
-    async def _bug(_request: Request, e: Exception):
-        return JSONResponse(body("internal_error", f"{type(e).__name__}: {e}"), status_code=500)
+    async def _bug(request: Request, e: Exception):
+        # the details (paths, SQL) go to the server's log, not to the client
+        log.error("internal error on %s %s", request.method, request.url.path, exc_info=e)
+        return JSONResponse(body("internal_error", f"internal error ({type(e).__name__}); the server log has the "
+                                                   "details"), status_code=500)

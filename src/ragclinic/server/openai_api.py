@@ -55,7 +55,9 @@ def question_of(messages: list[ChatMessage]) -> str:
         raise ApiError(422, "invalid_request", "messages: no user message with text to answer")
     q = users[-1]
     if len(users) > 1 and len(q.split()) <= 4 and len(q) <= 24:  # a follow-up refers to the question before
-        return f"{users[-2]} {q}"
+        q = f"{users[-2]} {q}"
+    if len(q) > 4000:
+        raise ApiError(422, "invalid_request", f"messages: the question is {len(q)} characters; at most 4000")
     return q
 
 

@@ -43,19 +43,23 @@ class Job:
         threading.Thread(target=target, name="ragclinic-request", daemon=True).start()
 
     async def stream(self, is_disconnected: Callable[[], Any]) -> AsyncIterator[tuple[str, Any] | None]:
-        """(event, data) pairs, None for a keep-alive; stops at the end of the work or when the client left."""
-        while True:
-            try:
-                item = await asyncio.wait_for(self.events.get(), timeout=KEEPALIVE_S)
-            except asyncio.TimeoutError:
-                if await is_disconnected():
-                    self.cancelled.set()
+        """(event, data) pairs, None for a keep-alive; stops at the end of the work or when the client left. However
+        the stream ends — the work done, the client gone, the response cancelled — the job's queued model calls
+        are dropped."""
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(self.events.get(), timeout=KEEPALIVE_S)
+                except asyncio.TimeoutError:
+                    if await is_disconnected():
+                        return
+                    yield None
+                    continue
+                if item is _DONE:
                     return
-                yield None
-                continue
-            if item is _DONE:
-                return
-            yield item
+                yield item
+        finally:
+            self.cancelled.set()
 
 
 def sse_event(n: int, event: str, data: Any) -> str:

@@ -291,10 +291,14 @@ def evals_page(request: Request):
     caller = who(request)
     folder = getattr(state(request), "evals", None)
     runs = []
-    if folder is not None:
+    if folder is not None and folder.is_dir():
         for d in sorted(p for p in folder.iterdir() if (p / "results.json").is_file()):
-            res = json.loads((d / "results.json").read_text(encoding="utf-8"))
-            runs.append({"name": d.name, "task": res.get("task", ""), "n": res.get("n", "")})
+            try:
+                res = json.loads((d / "results.json").read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # an unreadable run is not listed
+            if isinstance(res, dict):
+                runs.append({"name": d.name, "task": res.get("task", ""), "n": res.get("n", "")})
     return page(request, "evals.html", "evals", caller, folder=folder, runs=runs)
 
 

@@ -26,7 +26,7 @@ def scope_of(params: dict[str, str], caller: Principal) -> dict[str, str]:
 
 def own_trace(clinic, trace_id: str, caller: Principal):
     """The trace, if the caller may see it (a tenant's key: its tenant's only); else 404 as if it did not exist."""
-    t = clinic.trace(trace_id)
+    t = clinic.trace(trace_id, exact=bool(caller.tenant))  # a prefix would tell a tenant about others' ids
     if caller.tenant and {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
         raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
     return t
@@ -158,7 +158,9 @@ def round_path(clinic, t) -> list[dict[str, Any]]:
     changed), the debugger's probes."""
     from ragclinic.trace.store import list_traces
 
-    rows = sorted(list_traces(clinic.kb.db, 500, t.debug_round_id), key=lambda r: r["created"])
+    enforced = {k: v for k, v in t.request.get("enforced", ())}
+    rows = sorted(list_traces(clinic.kb.db, 500, t.debug_round_id, enforced=enforced or None),
+                  key=lambda r: r["created"])
     out = []
     for r in rows:
         x = clinic.trace(r["id"])

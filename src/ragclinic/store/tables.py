@@ -47,6 +47,8 @@ def write_tables(conn: sqlite3.Connection, doc_id: str, title: str, tables: Sequ
             continue  # a header alone: nothing to query
         header, body = rows[0], rows[1:MAX_ROWS + 1]
         width = max(len(r) for r in rows)
+        if width == 0:
+            continue
         names = _column_names(header + [""] * (width - len(header)))
         body = [r + [""] * (width - len(r)) for r in body]
         types = [_column_type([r[j] for r in body]) for j in range(width)]
@@ -101,7 +103,8 @@ def _column_type(values: list[str]) -> str:
     if not filled or not all(_NUM.match(v) for v in filled):
         return "TEXT"
     if all(_NUM.match(v).group(2) is None and _NUM.match(v).group(3) is None for v in filled):
-        return "INTEGER"
+        # an identity-card or account number past 64 bits is not arithmetic: keep it as written
+        return "INTEGER" if all(abs(int(_NUM.match(v).group(1).replace(",", ""))) < 2 ** 63 for v in filled) else "TEXT"
     return "REAL"
 
 
@@ -112,6 +115,8 @@ def _value(v: str, ty: str):
     if not v:
         return None
     m = _NUM.match(v)
+    if ty == "INTEGER":  # exact: no float on the way
+        return (-1 if v.startswith("-") else 1) * int(m.group(1).replace(",", ""))
     n = float(m.group(1).replace(",", "") + (m.group(2) or ""))
     if m.group(3) == "万":
         n *= 10_000

@@ -67,6 +67,7 @@ def _normalise(expression: str) -> tuple[str, str]:
     """Python arithmetic from the user's notation, and the one unit word the operands share ("" if none)."""
     s = unicodedata.normalize("NFKC", expression).replace("×", "*").replace("÷", "/").replace("−", "-")
     s = re.sub(r"(?<=\d)\s*[xX]\s*(?=\d)", "*", s)
+    s = re.sub(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])", lambda m: repr(float(m.group())), s)  # 1e5
     s = re.sub(r"(\d+(?:\.\d+)?)\s*([万亿])", lambda m: repr(float(m.group(1)) * _CN_SCALE[m.group(2)]), s)
     s = _NUMBER.sub(lambda m: m.group(1).replace(",", "") + (m.group(2) or ""), s)
     s = re.sub(r"(\d+(?:\.\d+)?)\s*%", r"(\1/100)", s)
@@ -99,6 +100,8 @@ def _eval(node, source: str):
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
             and not node.keywords and node.args):
         args = [_eval(a, source) for a in node.args]
+        if node.func.id in ("min", "max") and len(args) < 2:
+            raise ToolError(f"calculator: {node.func.id}() of two or more numbers")
         if node.func.id == "round":
             if len(args) > 2 or (len(args) == 2 and (args[1] != int(args[1]) or not 0 <= args[1] <= 12)):
                 raise ToolError("calculator: round(x) or round(x, digits) with 0..12 digits")

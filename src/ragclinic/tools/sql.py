@@ -38,6 +38,30 @@ class SqlResult:
     seconds: float
 
 
+def _cte_names(query: str) -> set[str]:
+    import sqlglot
+    from sqlglot import exp
+
+    return {c.alias_or_name.lower() for c in sqlglot.parse_one(query, read="sqlite").find_all(exp.CTE)}
+
+
+def _authorizer(allowed: set[str]):
+    ok_read = {t.lower() for t in allowed}
+
+    def decide(action, arg1, arg2, _db, _trigger):
+        if action == sqlite3.SQLITE_SELECT:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:  # arg1: the table or WITH name read
+            return sqlite3.SQLITE_OK if (arg1 or "").lower() in ok_read else sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION:
+            return sqlite3.SQLITE_DENY if _FORBIDDEN_FUNC.match((arg2 or "").lower()) else sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_RECURSIVE:
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY  # anything that is not reading: PRAGMA, ATTACH, writes, ...
+
+    return decide
+
+
 def check(query: str, allowed: set[str]) -> tuple[str, ...]:
     """The tables a SELECT reads; ToolError naming what is not allowed otherwise."""
     import sqlglot
@@ -47,8 +71,9 @@ def check(query: str, allowed: set[str]) -> tuple[str, ...]:
         raise ToolError("sql: give one SELECT query")
     try:
         statements = [s for s in sqlglot.parse(query, read="sqlite") if s is not None]
-    except sqlglot.errors.ParseError as e:
-        raise ToolError(f"sql: cannot parse the query ({str(e).splitlines()[0]}); write one SQLite SELECT") from None
+    except sqlglot.errors.SqlglotError as e:  # ParseError, TokenError (an unclosed quote), ...
+        raise ToolError(f"sql: cannot parse the query ({(str(e).splitlines() or [''])[0]}); write one SQLite "
+                        "SELECT") from None
     if len(statements) != 1:
         raise ToolError(f"sql: exactly one statement, not {len(statements)}")
     tree = statements[0]
@@ -81,6 +106,14 @@ def run_sql(db_path: Path, query: str, allowed: set[str], *, max_rows: int = MAX
             max_seconds: float = MAX_SECONDS) -> SqlResult:
     used = check(query, allowed)
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    real = {n.lower() for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+    ctes = _cte_names(query)
+    if ctes & (real - {t.lower() for t in allowed}):
+        conn.close()
+        raise ToolError(f"sql: a WITH name may not be the name of a stored table ({', '.join(sorted(ctes & real))})")
+    # SQLite itself refuses what the parse check might miss: reading any table but the allowed ones and the
+    # query's own WITH names (`x IN chunks`, ...), and any function on the forbidden list
+    conn.set_authorizer(_authorizer(allowed | ctes))
     deadline = time.monotonic() + max_seconds
     conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
     t0 = time.perf_counter()
@@ -88,11 +121,11 @@ def run_sql(db_path: Path, query: str, allowed: set[str], *, max_rows: int = MAX
         cur = conn.execute(query)
         rows = cur.fetchmany(max_rows + 1)
         columns = tuple(d[0] for d in cur.description or ())
-    except sqlite3.OperationalError as e:
+    except sqlite3.DatabaseError as e:
+        if "not authorized" in str(e) or "prohibited" in str(e):
+            raise ToolError(f"sql: the query reads beyond the tables you may query ({', '.join(sorted(allowed))})") from None
         if "interrupted" in str(e):
             raise ToolError(f"sql: the query ran past {max_seconds:g} s; aggregate or add a LIMIT") from None
-        raise ToolError(f"sql: {e}") from None
-    except sqlite3.DatabaseError as e:
         raise ToolError(f"sql: {e}") from None
     finally:
         conn.close()

@@ -19,13 +19,18 @@ def save_trace(db: Database, trace: Trace) -> None:
              trace.final.get("route", ""), json.dumps(trace.to_dict(), ensure_ascii=False)])
 
 
-def load_trace(db: Database, ref: str) -> Trace:
-    """By id or unique id prefix; the error lists near matches."""
-    rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ? OR id LIKE ? ORDER BY created DESC LIMIT 6",
-                           [ref, ref.replace("%", "") + "%"]).fetchall()
-    exact = [r for r in rows if r[0] == ref]
+def load_trace(db: Database, ref: str, *, exact: bool = False) -> Trace:
+    """By id or unique id prefix (``exact``: by id only — what a tenant's key gets, so that prefixes tell it
+    nothing about other tenants' traces); the error lists near matches."""
     if exact:
-        rows = exact
+        rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ?", [ref]).fetchall()
+    else:
+        pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ? OR id LIKE ? ESCAPE '\\' "
+                               "ORDER BY created DESC LIMIT 6", [ref, pattern]).fetchall()
+    same = [r for r in rows if r[0] == ref]
+    if same:
+        rows = same
     if not rows:
         raise StoreError(f"no trace {ref!r} in this knowledge base; `ragclinic trace list` shows the recent ones")
     if len(rows) > 1:
