@@ -23,7 +23,7 @@ from ragclinic.server import telemetry
 from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
-from ragclinic.server.sse import Job, span_event, sse_event
+from ragclinic.server.sse import Job, span_event, sse_body
 
 router = APIRouter(prefix="/v1")
 Scope = dict[str, str]
@@ -98,13 +98,8 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
         j.emit("final", p)
 
     job.run(work)
-    n = 0
-    async for item in job.stream(request.is_disconnected):
-        if item is None:
-            yield ": keep-alive\n\n"
-            continue
-        n += 1
-        yield sse_event(n, *item)
+    async for piece in sse_body(job, request.is_disconnected):
+        yield piece
 
 
 # ---------------------------------------------------------------------- retrieval

@@ -88,3 +88,17 @@ def span_event(span, state) -> tuple[str, dict] | None:
         return "gate", {"route": d.route, "question_type": d.question_type, "evidence_score": d.evidence_score,
                         "reason": d.reason, "ms": span.duration_ms}
     return None
+
+
+async def sse_body(job: Job, is_disconnected: Callable[[], Any], done: bool = False) -> AsyncIterator[str]:
+    """The response body of a job's stream: numbered events, keep-alive comments, and (``done``) a closing
+    ``done`` event for clients such as htmx's SSE extension that wait for one."""
+    n = 0
+    async for item in job.stream(is_disconnected):
+        if item is None:
+            yield ": keep-alive\n\n"
+            continue
+        n += 1
+        yield sse_event(n, *item)
+    if done:
+        yield sse_event(n + 1, "done", "")

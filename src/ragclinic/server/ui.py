@@ -25,7 +25,7 @@ from ragclinic.server import telemetry, ui_parts
 from ragclinic.server.app import state
 from ragclinic.server.auth import COOKIE, Principal, presented_key
 from ragclinic.server.errors import ApiError
-from ragclinic.server.sse import Job, sse_event
+from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
 
 HERE = Path(__file__).parent
@@ -146,18 +146,8 @@ async def ask_stream(request: Request):
         j.emit("final", html)
 
     job.run(work)
-
-    async def events():
-        n = 0
-        async for item in job.stream(request.is_disconnected):
-            if item is None:
-                yield ": keep-alive\n\n"
-                continue
-            n += 1
-            yield sse_event(n, *item)
-        yield sse_event(n + 1, "done", "")
-
-    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    return StreamingResponse(sse_body(job, request.is_disconnected, done=True), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})
 
 
 @router.post("/ui/feedback")

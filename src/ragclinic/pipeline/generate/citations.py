@@ -88,62 +88,69 @@ def answer_sentences(text: str) -> list[str]:
     return out
 
 
+def _edit_sentences(answer: str, edit) -> tuple[str, int]:
+    """``answer`` with each sentence replaced by ``edit(sentence, end)`` when that returns a new one (``end``: where
+    the sentence ends in ``answer``); the text between sentences is kept as it is. (the answer, how many changed)."""
+    out, changed, pos = [], 0, 0
+    for sent in answer_sentences(answer):
+        at = answer.find(sent, pos)
+        if at < 0:
+            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
+        out.append(answer[pos:at])
+        pos = at + len(sent)
+        new = edit(sent, pos)
+        if new is not None and new != sent:
+            sent, changed = new, changed + 1
+        out.append(sent)
+    out.append(answer[pos:])
+    return "".join(out), changed
+
+
 def attribute_citations(answer: str, passages: Sequence[Passage], threshold: float) -> tuple[str, int]:
     """Append [n] to each uncited claim sentence that one passage supports by words and numbers (≥ threshold).
 
     Small models often answer correctly but forget to cite; the attribution is exact (lexical), counted and
     flagged, and a sentence no passage supports stays uncited — and so stays visible to the checks.
     """
-    out, added, pos = [], 0, 0
-    for sent in answer_sentences(answer):
-        at = answer.find(sent, pos)
-        if at < 0:
-            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
-        out.append(answer[pos:at])
-        pos = at + len(sent)
+    def cite(sent: str, end: int) -> str | None:
         bare = sent.strip()
         # the split fell inside a token ("vec!macro"): leave it (a CJK sentence is never followed by a space)
-        glued = pos < len(answer) and answer[pos].isascii() and (answer[pos].isalnum() or answer[pos] in "_{`")
-        if not glued and not CITE.search(bare) and content_terms(bare) and not _SILENCE.search(bare) and passages:
-            score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
-            if score >= threshold:
-                core = bare.rstrip(".。!！?？")
-                space = "" if core and is_cjk(core[-1]) else " "
-                sent = f"{core}{space}[{best}]{bare[len(core):]}"
-                added += 1
-        out.append(sent)
-    out.append(answer[pos:])
-    return "".join(out), added
+        glued = end < len(answer) and answer[end].isascii() and (answer[end].isalnum() or answer[end] in "_{`")
+        if glued or CITE.search(bare) or not content_terms(bare) or _SILENCE.search(bare) or not passages:
+            return None
+        score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
+        if score < threshold:
+            return None
+        core = bare.rstrip(".。!！?？")
+        space = "" if core and is_cjk(core[-1]) else " "
+        return f"{core}{space}[{best}]{bare[len(core):]}"
+
+    return _edit_sentences(answer, cite)
 
 
 def recite(answer: str, passages: Sequence[Passage], verifier, question: str = "") -> tuple[str, int]:
     """Move a sentence's [n] to the passage that states it, when the passages it cites neither support nor
-    contradict it and another passage supports it (the best-supported one is cited; the small model often names the wrong passage
-    number: "根据第4段" for what [3] says). Only with a cheap verifier; a conflict statement is left as it is.
-    (the answer, how many sentences were re-cited)."""
+    contradict it and another passage supports it (the best-supported one is cited; the small model often names
+    the wrong passage number: "根据第4段" for what [3] says). Only with a cheap verifier; a conflict statement is
+    left as it is. (the answer, how many sentences were re-cited)."""
     if not cheap(verifier) or len(passages) < 2:
         return answer, 0
     by_n = {p.n: p for p in passages}
-    out, moved, pos = [], 0, 0
-    for sent in answer_sentences(answer):
-        at = answer.find(sent, pos)
-        if at < 0:
-            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
-        out.append(answer[pos:at])
-        pos = at + len(sent)
+
+    def move(sent: str, _end: int) -> str | None:
         cited = tuple(dict.fromkeys(parse_citations(sent)))
         bare = CITE.sub("", sent).strip()
-        if (cited and all(n in by_n for n in cited) and not _CONFLICT.match(sent) and content_terms(bare)
+        if not (cited and all(n in by_n for n in cited) and not _CONFLICT.match(sent) and content_terms(bare)
                 and not _SILENCE.search(bare) and not _FILLER.search(sent)):
-            to = _better_source(verifier, bare, [by_n[n] for n in cited],
-                                [p for p in passages if p.n not in cited], question)
-            if to is not None:
-                first = CITE.search(sent)
-                sent = sent[:first.start()] + f"[{to.n}]" + re.sub(r"\s*" + CITE.pattern, "", sent[first.end():])
-                moved += 1
-        out.append(sent)
-    out.append(answer[pos:])
-    return "".join(out), moved
+            return None
+        to = _better_source(verifier, bare, [by_n[n] for n in cited], [p for p in passages if p.n not in cited],
+                            question)
+        if to is None:
+            return None
+        first = CITE.search(sent)
+        return sent[:first.start()] + f"[{to.n}]" + re.sub(r"\s*" + CITE.pattern, "", sent[first.end():])
+
+    return _edit_sentences(answer, move)
 
 
 def _better_source(verifier, claim: str, cited: Sequence[Passage], others: Sequence[Passage], question: str):
