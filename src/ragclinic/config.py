@@ -166,6 +166,10 @@ class Settings(BaseSettings):
     claim_threshold_judge: float = Field(0.5, ge=0, le=1, description="Judge P(yes) above which a claim is "
                                                                       "supported (or contradicted).")
     claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
+    tools_path: bool = Field(True, description="Route arithmetic and table questions to the planner (sql, calculator, "
+                             "search; needs the language model). Off: every question is answered directly.")
+    tools_max_calls: int = Field(5, ge=1, le=20, description="Tool calls per question on the tools path (a "
+                                 "re-plan's included).")
     claim_judge_contradiction: bool = Field(False, description="Also ask the judge whether an unsupported claim is "
                                             "contradicted (off: the 1.5B judge's answer is not informative on SciFact).")
     decline_retry_evidence: float = Field(0.9, ge=0, le=1.01, description="When the model says the documents do not "

@@ -252,6 +252,8 @@ class GateDecision:
     type_by: str = "rules"  # "rules" or "llm"
     false_premise: bool = False
     clarifying_question: str = ""
+    path: str = "direct"  # issue 17: "direct", or "tools" (a plan over sql / calculator / search)
+    path_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -293,6 +295,8 @@ class Answer:
     repairs: tuple[dict[str, Any], ...] = ()  # the doctor's treatments, accepted or not
     model_calls: int = 0  # language-model calls made for this answer (0 for a replay or a cached answer)
     cached: bool = False  # answered from the answer cache
+    plan: tuple[dict[str, Any], ...] = ()  # the tools path: each plan the model wrote ({attempt, text, steps, error})
+    tools: tuple[dict[str, Any], ...] = ()  # the tools path: each call {step, name, input, output, seconds, error, cites}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Answer":
@@ -303,7 +307,7 @@ class Answer:
         return Answer(d["answer"], d["route"], d.get("question_type", ""), bool(d.get("refused")), cites, claims,
                       float(d.get("confidence", 0.0)), d.get("generator", ""), tuple(d.get("flags", ())),
                       d.get("trace_id", ""), tuple(d.get("symptoms", ())), tuple(d.get("repairs", ())), 0,
-                      bool(d.get("cached", False)))
+                      bool(d.get("cached", False)), tuple(d.get("plan", ())), tuple(d.get("tools", ())))
 
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic ask --json` contract (extended, never renamed)."""
@@ -313,4 +317,4 @@ class Answer:
                                "path": c.path, "title": c.title} for c in self.citations],
                 "confidence": round(self.confidence, 4), "trace_id": self.trace_id,
                 "claims": [{**asdict(c), "cited": list(c.cited)} for c in self.claims], "flags": list(self.flags),
-                "generator": self.generator}
+                "generator": self.generator, "plan": [dict(p) for p in self.plan], "tools": [dict(t) for t in self.tools]}

@@ -72,7 +72,12 @@ class LlamaModel:
     # calls on unchanged passages) is answered from them — the same result, without the ~2-10 s.
 
     def _prompt(self, messages: Sequence[Message]) -> str:
-        return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt
+        """The chat template's prompt. A last ``assistant`` message is a prefix the reply continues (the planner
+        starts its reply with ``[{"step": 1,`` so the model writes JSON); the reply excludes the prefix."""
+        prefix = ""
+        if len(messages) > 1 and messages[-1].role == "assistant":
+            prefix, messages = messages[-1].content, messages[:-1]
+        return self._format(messages=[{"role": m.role, "content": m.content} for m in messages]).prompt + prefix
 
     def count_tokens(self, text: str) -> int:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))

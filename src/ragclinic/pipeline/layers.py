@@ -19,6 +19,8 @@ from ragclinic.pipeline.generate.citations import answer_sentences
 from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
 from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
+from ragclinic.pipeline.reason.route import choose_path
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.pipeline.retrieve.rerank import rerank
 from ragclinic.pipeline.scope.conflicts import find_conflicts
@@ -97,9 +99,27 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
 
 def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
+    decision, tables = _path(ctx, state, decision, scored)
     out = {"decision": asdict(decision), "supports": {p.n: round(p.support, 4) for p in scored},
            "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored]}
+    if tables:
+        out["tables"] = [t["name"] for t in tables]
     return replace(state, decision=decision, passages=tuple(scored)), out
+
+
+def _path(ctx, state: AskState, decision, scored):
+    """The reasoning path (pipeline/reason/route.py): tools for arithmetic and table questions when a model can
+    plan. A table question the passages' words do not reach (a number spread over rows) is answered by the tools
+    even when the evidence score alone would refuse it."""
+    if not ctx.settings.tools_path or ctx.lm is None or decision.route == "clarify" or not state.passages:
+        return decision, []
+    tables = tables_in_scope(ctx.kb, state.hits)
+    path, why = choose_path(state.request.question, scored, tables)
+    if path == "direct" or (decision.route == "refuse" and not tables):
+        return decision, tables
+    route = "answer" if tables else decision.route
+    reason = decision.reason if decision.route == "answer" else f"{decision.reason}; the tables may answer it"
+    return replace(decision, route=route, reason=reason, path=path, path_why=why), tables
 
 
 def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
@@ -107,6 +127,9 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     flags: list[str] = list(ctx.flags)
     drafts: list[Draft] = []
     passages = state.passages
+    tooled = _tools(ctx, state, flags) if d.route == "answer" and d.path == "tools" and state.draft is None else None
+    if tooled is not None and tooled.text:
+        return _tools_answer(ctx, state, tooled, flags)
     if d.route == "answer":
         text, generator = _drafted(ctx, state, passages, flags, drafts)
     else:
@@ -130,7 +153,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
                                by_n[n].doc.title) for n in cited if n in by_n)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
-                    _confidence(d, claims, route), generator, tuple(flags))
+                    _confidence(d, claims, route), generator, tuple(flags),
+                    plan=tuple(tooled.plan) if tooled else (), tools=tuple(tooled.tools) if tooled else ())
     if unbacked and len(drafts) > 1:
         unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
@@ -140,6 +164,32 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+def _tools(ctx, state: AskState, flags: list[str]):
+    tables = tables_in_scope(ctx.kb, state.hits)
+    tooled = answer_with_tools(ctx, state, tables, ctx.settings.tools_max_calls)
+    flags += tooled.flags
+    return tooled
+
+
+def _tools_answer(ctx, state: AskState, tooled, flags: list[str]) -> tuple[AskState, dict[str, Any]]:
+    """The answer written from the tool outputs (planner.py checked its numbers and cited its sources)."""
+    d = state.decision
+    if ctx.on_token:
+        ctx.on_token(tooled.text)
+    by_n = {p.n: p for p in tooled.passages}
+    cited = sorted({n for c in tooled.claims for n in c.cited if n in by_n})
+    citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
+                               by_n[n].doc.title) for n in cited)
+    ok = sum(c.verdict == "supported" for c in tooled.claims) / max(1, len(tooled.claims))
+    answer = Answer(tooled.text, "answer", d.question_type, False, citations, tuple(tooled.claims),
+                    max(0.0, min(1.0, 0.5 + 0.5 * ok)), getattr(ctx.lm, "model_id", "llm"), tuple(flags),
+                    plan=tuple(tooled.plan), tools=tuple(tooled.tools))
+    out = {"answer": answer.to_json(), "prompt_tokens": tooled.prompt_tokens,
+           "completion_tokens": tooled.completion_tokens, "plan": tooled.plan, "tools": tooled.tools,
+           "passages": [passage_to_dict(p) for p in tooled.passages]}
+    return replace(state, answer=answer, passages=tuple(tooled.passages)), out
 
 
 def _retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, drafts: list[Draft],

@@ -23,9 +23,9 @@ MAX_SECONDS = 2.0
 _FORBIDDEN_FUNC = re.compile(r"^(pragma_|sqlite_|load_extension$|readfile$|writefile$|edit$|fts3_tokenizer$|zipfile)")
 
 DESCRIPTION = ("sql: one SQLite SELECT over the tables found in the documents (CSV/TSV files and the tables in "
-               "PDF, DOCX, HTML, Markdown pages). Input: the query, e.g. \"SELECT product, price * units_q2 AS "
-               "revenue FROM t_ab12_0 ORDER BY revenue DESC LIMIT 1\" or \"SELECT SUM(price * units_q2) FROM "
-               "t_ab12_0\"; the tables and their columns (with types) are listed for you. Output: the columns and "
+               "PDF, DOCX, HTML, Markdown pages). Input: the query, e.g. \"SELECT name, cost * quantity AS "
+               "amount FROM t_ab12_0 ORDER BY amount DESC LIMIT 1\" or \"SELECT SUM(score) FROM t_ab12_0 WHERE "
+               "team = 'Blue'\"; the tables and their columns (with types) are listed for you. Output: the columns and "
                "up to 200 rows, and the tables used.")
 
 
