@@ -16,7 +16,7 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -182,17 +182,19 @@ class Clinic:
                 top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
                 cache: bool | None = None, interactive: bool = False,
                 reply: Callable[[str], str] | None = None, enforced: dict[str, str] | None = None,
-                on_span=None) -> Consultation:
+                on_span=None, conversation: Sequence[str] = ()) -> Consultation:
         """``ask`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
         ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``.
         ``enforced``: tags every passage must carry whatever ``scope`` asks (the server's tenant of a key);
-        ``on_span(span, state)``: called as each layer of the plain run finishes."""
+        ``on_span(span, state)``: called as each layer of the plain run finishes; ``conversation``: the user's
+        earlier questions (a follow-up's "it" / "their" / 它 is resolved from them)."""
         from ragclinic.pipeline.cache import AnswerCacheFront
 
         pairs = dict(scope or {})
         keyed = {**pairs, **{f"\x00enforced:{k}": v for k, v in (enforced or {}).items()}}  # the cache's scope
         use_doctor = self.settings.doctor if doctor is None else doctor
-        overridden = interactive or top_k is not None or rerank is not None  # not what a cache key holds
+        conversation = tuple(conversation)
+        overridden = interactive or top_k is not None or rerank is not None or bool(conversation)  # not cache keys
         # the cache needs the knowledge base only: a cached answer loads no model
         front = AnswerCacheFront(self, enabled=False if (overridden or cache is False) else None, warn=self._warn)
         try:
@@ -200,13 +202,13 @@ class Clinic:
                 return Consultation(Answer.from_json(hit), hit, None, True, None)
             if not use_doctor:
                 state, trace = self.pipeline.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                                 enforced=enforced, on_span=on_span)
+                                                 enforced=enforced, on_span=on_span, conversation=conversation)
                 answer, result = replace(state.answer, model_calls=len(trace.model_calls)), None
                 payload = front.keep(question, keyed, False, answer.to_json())
                 return Consultation(answer, payload, None, False, trace)
             else:
                 result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply,
-                                          {"enforced": enforced, "on_span": on_span})
+                                          {"enforced": enforced, "on_span": on_span, "conversation": conversation})
                 answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
                                  model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
                 payload = front.keep(question, keyed, True, result.to_json())
@@ -220,8 +222,9 @@ class Clinic:
         if interactive and reply is not None and result.answer.route == "clarify" and result.repairs:
             if said := reply(result.answer.text).strip():
                 doc.interactive = False  # one clarifying question per query
+                # the reply continues the same question: its runs share the debug round id
                 result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                 **extra)
+                                 debug_round_id=result.trace.debug_round_id, **extra)
         return result
 
     # ------------------------------------------------------------------ traces

@@ -166,6 +166,9 @@ class Settings(BaseSettings):
     claim_threshold_judge: float = Field(0.5, ge=0, le=1, description="Judge P(yes) above which a claim is "
                                                                       "supported (or contradicted).")
     claim_judge_max: int = Field(4, ge=0, le=50, description="Judge calls for claims the lexical check doubts.")
+    ambiguity_threshold: float = Field(0.8, ge=0.0, le=1.01, description="Confidence at which the ambiguity step "
+                                       "calls a question ambiguous (interactive: one clarifying question; else answered "
+                                       "per sense). Chosen on the dev half of bench/reason/ambiguity_set.py.")
     tools_path: bool = Field(True, description="Route arithmetic and table questions to the planner (sql, calculator, "
                              "search; needs the language model). Off: every question is answered directly.")
     tools_max_calls: int = Field(5, ge=1, le=20, description="Tool calls per question on the tools path (a "

@@ -160,7 +160,9 @@ def chat_cmd(
     """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
     asked together with the previous question so it has something to refer to."""
     pairs = parse_pairs(scope, "--scope")
-    previous = ""
+    from ragclinic.pipeline.reason.ambiguity import refers_back
+
+    previous, history = "", []
     with open_clinic(kb, llm, quiet=False) as clinic:
         clinic.lm  # noqa: B018 - load the model (start its worker) while the user types the first question
         while True:
@@ -170,9 +172,12 @@ def chat_cmd(
                 break
             if not q:
                 break
-            asked = f"{previous} {q}" if previous and len(q.split()) <= 4 else q
+            # a pronoun is resolved from the earlier questions (the ambiguity step); an ellipsis ("and in
+            # 2023?") is asked together with the previous question
+            asked = f"{previous} {q}" if previous and len(q.split()) <= 4 and not refers_back(q) else q
             seen = clinic.consult(asked, pairs, doctor, on_token=_printer(), cache=False, interactive=True,
-                                  reply=_reply)
+                                  reply=_reply, conversation=tuple(history[-4:]))
+            history.append(asked)
             out.print()
             result = seen.result
             if result is not None and result.answer.text != result.initial.text:

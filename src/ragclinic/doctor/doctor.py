@@ -78,9 +78,10 @@ class Doctor:
     # ------------------------------------------------------------------ public
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
             rerank: bool | None = None, on_token=None, enforced: dict[str, str] | None = None,
-            on_span=None) -> DoctorResult:
+            on_span=None, conversation: tuple[str, ...] = (), debug_round_id: str = "") -> DoctorResult:
         state, trace = self.pipe.ask(question, scope_pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                     enforced=enforced, on_span=on_span)
+                                     enforced=enforced, on_span=on_span, conversation=conversation,
+                                     debug_round_id=debug_round_id)
         return self.treat(state, trace)
 
     def treat(self, state: AskState, trace: Trace) -> DoctorResult:

@@ -19,6 +19,7 @@ from ragclinic.pipeline.generate.citations import answer_sentences
 from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
 from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.reason.ambiguity import assess
 from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
 from ragclinic.pipeline.reason.route import choose_path
 from ragclinic.pipeline.retrieve import create_retriever
@@ -100,8 +101,10 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
 def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
     decision, tables = _path(ctx, state, decision, scored)
+    amb = assess(state.request.question, scored, ctx.settings.ambiguity_threshold)
     out = {"decision": asdict(decision), "supports": {p.n: round(p.support, 4) for p in scored},
-           "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored]}
+           "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored],
+           "ambiguity": {**amb.to_json(), "original_question": state.request.original or state.request.question}}
     if tables:
         out["tables"] = [t["name"] for t in tables]
     return replace(state, decision=decision, passages=tuple(scored)), out

@@ -88,17 +88,25 @@ class Pipeline:
 
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
             rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
-            save: bool = True, enforced: dict[str, str] | None = None, on_span: SpanCallback | None = None
-            ) -> tuple[AskState, Trace]:
+            save: bool = True, enforced: dict[str, str] | None = None, on_span: SpanCallback | None = None,
+            conversation: tuple[str, ...] = ()) -> tuple[AskState, Trace]:
         """``enforced``: tags every passage must carry whatever ``scope_pairs`` ask for (a server key's tenant);
-        ``on_span(span, state)`` is called as each layer finishes (the server's streamed events)."""
+        ``on_span(span, state)`` is called as each layer finishes (the server's streamed events);
+        ``conversation``: the user's earlier questions — a follow-up's dangling pronoun is resolved from them
+        (the request keeps the user's words as ``original``)."""
+        from ragclinic.pipeline.reason.ambiguity import resolve_followup
+
         s = self.settings
+        original = ""
+        if conversation and (resolved := resolve_followup(question, conversation)):
+            original, question = question, resolved
         pairs = dict(scope_pairs or {})
         must = tuple(sorted((enforced or {}).items()))
         req = AskRequest(question=question, scope=Scope.parse(pairs).require(must),
                          scope_pairs=tuple(sorted(pairs.items())), top_k=top_k or s.top_k,
                          context_k=min(s.context_k, top_k or s.top_k), retriever=s.retriever,
-                         rerank=s.rerank if rerank is None else rerank, enforced=must)
+                         rerank=s.rerank if rerank is None else rerank, enforced=must,
+                         conversation=tuple(conversation)[-4:], original=original)
         return self.run(AskState(req), "retrieve", on_token=on_token, debug_round_id=debug_round_id, save=save,
                         on_span=on_span)
 

@@ -23,6 +23,8 @@ class AskRequest:
     retriever: str = _DEFAULT["retriever"]
     rerank: bool = _DEFAULT["rerank"]
     enforced: tuple[tuple[str, str], ...] = ()  # tags every passage must have, whatever the scope asked (a key's tenant)
+    conversation: tuple[str, ...] = ()  # the user's earlier questions in this chat (a follow-up's references)
+    original: str = ""  # the user's words when ``question`` is their follow-up with its pronoun resolved
     # --- set by the doctor's treatments (defaults: the plain pipeline)
     search_queries: tuple[str, ...] = ()  # retrieve: run these instead of the question, merged
     sub_questions: tuple[str, ...] = ()  # retrieve each, share the context, answer each (compound, readings)

@@ -21,7 +21,7 @@ from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclu
 from ragclinic.trace.model import CHANGE, QUERY_LAYERS, Span, Trace
 
 _REQUEST_FIELDS = {f.name for f in fields(AskRequest)}
-_TUPLES = {"scope_pairs", "search_queries", "sub_questions", "quarantine", "fusion_weights", "enforced"}
+_TUPLES = {"scope_pairs", "search_queries", "sub_questions", "quarantine", "fusion_weights", "enforced", "conversation"}
 
 
 def _check_layer(layer: str) -> None:

@@ -10,9 +10,9 @@ from ragclinic.text.analyzer import analyze
 from ragclinic.text.lang import detect_language
 from ragclinic.text.support import content_terms
 
-_PRONOUN_EN = re.compile(r"\b(it|its|this|that|these|those|they|them|their|he|him|his|she|her)\b", re.I)
-_PRONOUN_ZH = re.compile(r"(他们|她们|它们|他|她|它|这个|那个|该|此事|这件事)")
-_NAME = re.compile(r"\b[A-Z][\w-]+")
+from ragclinic.pipeline.reason.ambiguity import PRONOUN_EN as _PRONOUN_EN
+from ragclinic.pipeline.reason.ambiguity import PRONOUN_ZH as _PRONOUN_ZH
+from ragclinic.pipeline.reason.ambiguity import assess
 _SPLIT_EN = re.compile(r"\?\s+|;\s+|,?\s+and\s+(?=(what|how|why|when|where|who|which|whom|whose)\b)", re.I)
 _SPLIT_ZH = re.compile(r"[？?；;]\s*|，?(以及|另外)(?=[\u4e00-\u9fff]{0,6}(什么|哪|谁|多少|怎么|为什么|如何|何时|几))")
 # A part counts as a question of its own only if it asks something (measured on RGB, HaluEval, CMRC2018 and
@@ -72,52 +72,30 @@ class Compound:
 
 @DETECTORS.register("ambiguous")
 class Ambiguous:
+    """The gate's ambiguity step (pipeline/reason/ambiguity.py), as a symptom the readings and clarify treatments
+    act on. Its kinds keep the names the treatments were written for: reference, senses, short, empty."""
+
     name, layer, tier = "ambiguous", "retrieve", "rules"
 
     def detect(self, exam: Exam) -> Symptom | None:
         q = exam.question
-        terms = content_terms(q)
-        if not terms:
+        if not content_terms(q):
             return Symptom(self.name, 1.0, self.layer, "nothing to search for", data={"kind": "empty"})
-        pron = _PRONOUN_EN.search(q) or _PRONOUN_ZH.search(q)
-        names = [w for w in _NAME.findall(q)[1:]]
-        if pron and len(terms) <= 2 and not names:
-            return Symptom(self.name, 0.8, self.layer, f"“{pron.group()}” refers to nothing in the question",
-                           data={"kind": "reference", "word": pron.group()})
         if exam.state.request.sub_questions:
             return Symptom(self.name, 0.2, self.layer, "answered per reading")
-        senses = _senses(exam) if len(terms) <= 2 else []
-        if len(senses) >= 2:
-            titles = [s["title"] for s in senses]
-            return Symptom(self.name, 0.7, self.layer, "hits fall into separate senses: " + " | ".join(titles),
-                           data={"kind": "senses", "senses": senses})
-        if len(terms) == 1 and len(q.split()) <= 2 and detect_language(q) == "en":
-            return Symptom(self.name, 0.6, self.layer, f"a single term ({next(iter(terms))}) with no question",
-                           data={"kind": "short"})
-        return Symptom(self.name, 0.0, self.layer, "the question names what it asks about")
-
-
-def _senses(exam: Exam) -> list[dict]:
-    """Documents among the top passages whose vocabularies barely overlap beyond the query's own terms."""
-    q = content_terms(exam.question)
-    groups: dict[str, tuple] = {}
-    for p in exam.passages:
-        if p.chunk.doc_id not in groups:
-            groups[p.chunk.doc_id] = (p, content_terms(p.chunk.text) - q)
-    items = list(groups.values())
-    if len(items) < 2:
-        return []
-    best = max(p.support for p, _ in items)
-    strong = [(p, t) for p, t in items if p.support >= 0.5 * best and t]
-    senses: list[tuple] = []
-    for p, t in strong:
-        if all(len(t & t2) / len(t | t2) < 0.08 for _, t2 in senses):
-            senses.append((p, t))
-    out = []
-    for p, t in senses[:3]:
-        title = p.doc.title or p.chunk.section[-1] if p.chunk.section else p.doc.title or p.chunk.doc_id
-        out.append({"title": title, "doc_id": p.chunk.doc_id, "terms": sorted(t, key=len, reverse=True)[:3]})
-    return out if len(out) >= 2 else []
+        threshold = exam.settings.ambiguity_threshold if exam.settings is not None else 0.8
+        amb = assess(q, exam.passages, threshold)
+        if not amb.has_ambiguity:
+            return Symptom(self.name, 0.0, self.layer, "the question names what it asks about")
+        if amb.ambiguity_type == "reference":
+            return Symptom(self.name, amb.confidence, self.layer, f"“{amb.word}” refers to nothing in the question",
+                           data={"kind": "reference", "word": amb.word})
+        if amb.ambiguity_type == "polysemy":
+            titles = [s["title"] for s in amb.senses]
+            return Symptom(self.name, amb.confidence, self.layer, "hits fall into separate senses: " + " | ".join(titles),
+                           data={"kind": "senses", "senses": list(amb.senses)})
+        return Symptom(self.name, amb.confidence, self.layer, f"a single term ({q.strip()}) with no question",
+                       data={"kind": "short"})
 
 
 # Words a question uses to frame what it asks (stems): a corpus need not contain them.

@@ -136,24 +136,15 @@ class Readings:
                        with_request(sub_questions=readings, context_k=max(exam.state.request.context_k, 6)))]
 
 
-_CLARIFY = {
-    ("reference", "en"): "Who or what does “{word}” refer to in your question?",
-    ("reference", "zh"): "您问题中的“{word}”指的是谁或什么？",
-    ("senses", "en"): "Do you mean {options}?",
-    ("senses", "zh"): "您指的是{options}？",
-    ("short", "en"): "What would you like to know about {question}?",
-    ("short", "zh"): "您想了解{question}的哪一方面？",
-}
+_KINDS = {"senses": "polysemy", "reference": "reference", "short": "incomplete", "empty": "incomplete"}
 
 
 def clarifying_question(question: str, symptom: Symptom) -> str:
-    lang = language_of(question)
-    kind = symptom.data.get("kind", "short")
-    kind = kind if (kind, lang) in _CLARIFY else "short"
-    titles = [s["title"] for s in symptom.data.get("senses", [])]
-    options = (" or " if lang == "en" else "还是").join(titles) if titles else ""
-    return _CLARIFY[(kind, lang)].format(word=symptom.data.get("word", ""), options=options,
-                                         question=question.strip().rstrip("?？"))
+    """One short question back, naming the alternatives (pipeline/reason/ambiguity.py's templates)."""
+    from ragclinic.pipeline.reason.ambiguity import clarifying_question as ask_back
+
+    kind = _KINDS.get(symptom.data.get("kind", "short"), "incomplete")
+    return ask_back(question, kind, symptom.data.get("word", ""), [s["title"] for s in symptom.data.get("senses", [])])
 
 
 @TREATMENTS.register("clarify")
