@@ -169,6 +169,10 @@ class Settings(BaseSettings):
     ambiguity_threshold: float = Field(0.8, ge=0.0, le=1.01, description="Confidence at which the ambiguity step "
                                        "calls a question ambiguous (interactive: one clarifying question; else answered "
                                        "per sense). Chosen on the dev half of bench/reason/ambiguity_set.py.")
+    causal_links: bool = Field(False, description="Extract cause → effect links at ingest (`ingest --causal`; once "
+                               "set, the knowledge base keeps extracting) for causal-aware ranking and chains.")
+    causal_weights: tuple[float, float, float] = Field((0.5, 0.35, 0.15), description="Causal questions' ranking: "
+                                                       "α·similarity + β·causal-chain match + γ·recency.")
     tools_path: bool = Field(True, description="Route arithmetic and table questions to the planner (sql, calculator, "
                              "search; needs the language model). Off: every question is answered directly.")
     tools_max_calls: int = Field(5, ge=1, le=20, description="Tool calls per question on the tools path (a "

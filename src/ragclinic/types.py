@@ -297,6 +297,8 @@ class Answer:
     cached: bool = False  # answered from the answer cache
     plan: tuple[dict[str, Any], ...] = ()  # the tools path: each plan the model wrote ({attempt, text, steps, error})
     tools: tuple[dict[str, Any], ...] = ()  # the tools path: each call {step, name, input, output, seconds, error, cites}
+    causal_chain: tuple[dict[str, Any], ...] = ()  # causal questions: the stated links, in causal order
+    evidence_strength: str = ""  # causal questions: "strong", "limited", "conflicting", "none"
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Answer":
@@ -307,7 +309,8 @@ class Answer:
         return Answer(d["answer"], d["route"], d.get("question_type", ""), bool(d.get("refused")), cites, claims,
                       float(d.get("confidence", 0.0)), d.get("generator", ""), tuple(d.get("flags", ())),
                       d.get("trace_id", ""), tuple(d.get("symptoms", ())), tuple(d.get("repairs", ())), 0,
-                      bool(d.get("cached", False)), tuple(d.get("plan", ())), tuple(d.get("tools", ())))
+                      bool(d.get("cached", False)), tuple(d.get("plan", ())), tuple(d.get("tools", ())),
+                      tuple(d.get("causal_chain", ())), d.get("evidence_strength", ""))
 
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic ask --json` contract (extended, never renamed)."""
@@ -317,4 +320,5 @@ class Answer:
                                "path": c.path, "title": c.title} for c in self.citations],
                 "confidence": round(self.confidence, 4), "trace_id": self.trace_id,
                 "claims": [{**asdict(c), "cited": list(c.cited)} for c in self.claims], "flags": list(self.flags),
-                "generator": self.generator, "plan": [dict(p) for p in self.plan], "tools": [dict(t) for t in self.tools]}
+                "generator": self.generator, "plan": [dict(p) for p in self.plan], "tools": [dict(t) for t in self.tools],
+                "causal_chain": [dict(c) for c in self.causal_chain], "evidence_strength": self.evidence_strength}

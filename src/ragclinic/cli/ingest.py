@@ -34,6 +34,8 @@ def ingest_cmd(
     tag: List[str] = typer.Option([], "--tag", metavar="KEY=VALUE", show_default=False,
                                   help="Tag every document of this run (repeatable): tenant, version, date, "
                                        "authority or any key; FILE.meta.json sidecars override per file."),
+    causal: bool = typer.Option(False, "--causal", help="Also extract the cause → effect links documents state (for "
+                                "\"why\" questions); the KB keeps doing so. Add --reparse for documents already in."),
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
@@ -45,7 +47,8 @@ def ingest_cmd(
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
     tags = parse_pairs(tag, "--tag")
-    clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False)
+    extra = {"causal_links": True} if causal else {}
+    clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False, **extra)
     try:
         if json_out:
             result = clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse)

@@ -185,6 +185,11 @@ class _Writer:
         self.embedder = kb.embedder
         self.cache = EmbeddingCache(kb.settings.cache_dir) if self.embedder is not None else None
         self.batch_chunks = max(64, 4 * kb.settings.embed_batch_size)
+        # `ingest --causal` marks the knowledge base; every later ingest keeps extracting cause → effect links
+        self.causal = kb.settings.causal_links or kb.db.meta("causal_links") == "1"
+        if kb.settings.causal_links and kb.db.meta("causal_links") != "1":
+            with kb.db.transaction():
+                kb.db.set_meta("causal_links", "1")
         self.docs: list[_Doc] = []
         self.files: list[_FileDone] = []
         self.pending_chunks = 0
@@ -223,7 +228,8 @@ class _Writer:
                     continue
                 n = len(d.chunks)
                 added, _ = self.db.write_document(d.parsed.document, d.parsed.report, d.chunks, d.report,
-                                                  None if vectors is None else vectors[i:i + n], d.tags)
+                                                  None if vectors is None else vectors[i:i + n], d.tags,
+                                                  causal_links=self.causal)
                 i += n
                 r.chunks += added
                 if d.is_new:

@@ -19,6 +19,8 @@ from ragclinic.pipeline.generate.citations import answer_sentences
 from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
 from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.gate.qtype import classify_rules
+from ragclinic.pipeline.reason import causal
 from ragclinic.pipeline.reason.ambiguity import assess
 from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
 from ragclinic.pipeline.reason.route import choose_path
@@ -70,7 +72,10 @@ def interleave(runs: list[list[Hit]]) -> list[Hit]:
 def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     s, req = ctx.settings, state.request
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in state.hits])
-    hits, moved = apply_authority(state.hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
+    ranked_hits, causal_out = state.hits, None
+    if classify_rules(req.question)[0] == "causal" and causal.enabled(ctx.kb):
+        ranked_hits, causal_out = causal.rank(ctx.kb, req.question, state.hits, s.causal_weights, docs)
+    hits, moved = apply_authority(ranked_hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
     passages, excluded, per_doc = [], list(state.excluded), {}
     for h in hits:
         if len(passages) >= req.context_k:
@@ -95,6 +100,8 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     out = {"passages": [passage_to_dict(p) for p in passages], "reordered_by_authority": moved,
            "excluded": [asdict(e) for e in excluded], "conflicts": [asdict(c) for c in conflicts],
            "filters": dict(req.scope_pairs), "allowed_chunks": state.allowed_chunks}
+    if causal_out is not None:
+        out["causal_ranking"] = causal_out
     return replace(state, passages=tuple(passages), conflicts=tuple(conflicts), excluded=tuple(excluded)), out
 
 
@@ -155,9 +162,14 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     by_n = {p.n: p for p in state.passages}
     citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
                                by_n[n].doc.title) for n in cited if n in by_n)
+    chain = None
+    if route == "answer" and d.question_type == "causal" and causal.enabled(ctx.kb):
+        text, chain, citations = _with_chain(ctx, state, text, citations, by_n)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
                     _confidence(d, claims, route), generator, tuple(flags),
-                    plan=tuple(tooled.plan) if tooled else (), tools=tuple(tooled.tools) if tooled else ())
+                    plan=tuple(tooled.plan) if tooled else (), tools=tuple(tooled.tools) if tooled else (),
+                    causal_chain=tuple(chain.links) if chain else (),
+                    evidence_strength=chain.strength if chain else "")
     if unbacked and len(drafts) > 1:
         unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
@@ -167,6 +179,33 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+_CHAIN_NOTE = {
+    ("en", "none"): "The documents state no causal link for this; the related facts are in {cites}.",
+    ("zh", "none"): "文档没有说明其中的因果关系；相关内容见{cites}。",
+    ("en", "limited"): "Evidence: limited ({why}).", ("zh", "limited"): "证据有限（{why}）。",
+    ("en", "conflicting"): "Evidence: conflicting ({why}).", ("zh", "conflicting"): "证据相互矛盾（{why}）。",
+}
+
+
+def _with_chain(ctx, state: AskState, text: str, citations, by_n):
+    """A causal answer states the chain the passages give, cited, and the evidence's strength when not strong."""
+    from ragclinic.text.lang import language_of
+
+    lang = "zh" if language_of(state.request.question) == "zh" else "en"
+    n_of = {p.chunk.id: p.n for p in state.passages}
+    chain = causal.chain_for(ctx.kb, state.request.question, list(n_of))
+    cites = "".join(f"[{n_of[c]}]" for c in chain.chunk_ids() if c in n_of)
+    if chain.links:
+        text = f"{text}\n{'因果链' if lang == 'zh' else 'Chain'}: {chain.text()} {cites}"
+    related = "".join(f"[{c.n}]" for c in citations) or "".join(f"[{p.n}]" for p in state.passages[:2])
+    if (lang, chain.strength) in _CHAIN_NOTE:
+        text += "\n" + _CHAIN_NOTE[(lang, chain.strength)].format(why=chain.why, cites=related)
+    have = {c.n for c in citations}
+    extra = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
+                           by_n[n].doc.title) for n in sorted({n_of[c] for c in chain.chunk_ids()} - have))
+    return text, chain, tuple(sorted(citations + extra, key=lambda c: c.n))
 
 
 def _tools(ctx, state: AskState, flags: list[str]):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import StoreError
-from ragclinic.store import tables
+from ragclinic.store import causal, tables
 from ragclinic.text.headers import index_text
 from ragclinic.types import Chunk, ChunkReport, DocInfo, ParsedDocument, ParseReport
 
@@ -73,7 +73,7 @@ class Database:
             # NORMAL in WAL mode is durable against a killed process (what we promise), not power loss.
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA + tables.SCHEMA)
+            self.conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{path} is not a usable ragclinic database ({e}); "
                              f"point --kb at another folder or restore a backup") from None
@@ -262,7 +262,7 @@ class Database:
     # ------------------------------------------------------------------ writes
     def write_document(self, doc: ParsedDocument, preport: ParseReport, chunks: Sequence[Chunk],
                        creport: ChunkReport, vectors: np.ndarray | None,
-                       tags: dict[str, str] | None = None) -> tuple[int, int]:
+                       tags: dict[str, str] | None = None, causal_links: bool = False) -> tuple[int, int]:
         """Replace one document's row and chunks inside the caller's transaction.
 
         Chunks whose id is unchanged keep their row (and index entries); returns (added, deleted).
@@ -282,6 +282,8 @@ class Database:
              json.dumps(preport.to_dict(), ensure_ascii=False), json.dumps(creport.to_dict(), ensure_ascii=False),
              version, _tags_json(tags)])
         tables.write_tables(self.conn, doc.doc_id, doc.title, doc.tables, version)
+        if causal_links:
+            causal.write_links(self.conn, doc.doc_id, chunks)
         added = 0
         for i, c in enumerate(chunks):
             if c.id in old:
@@ -361,6 +363,7 @@ class Database:
             self._delete_chunk_rows(rows, version)
             self.conn.execute("DELETE FROM documents WHERE doc_id = ?", [doc_id])
             tables.drop_tables(self.conn, [doc_id])
+            causal.drop_links(self.conn, [doc_id])
             removed += len(rows)
         return removed
 

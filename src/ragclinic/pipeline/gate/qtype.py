@@ -14,7 +14,10 @@ _RULES: dict[str, list[str]] = {
                    r"cheaper|larger|smaller|more|less)\b", r"\bbetter than\b", r"比较", r"区别", r"不同", r"差异",
                    r"哪个更", r"相比", r"对比"],
     "causal": [r"^\s*why\b", r"\bwhat (causes|caused|leads to|led to)\b", r"\breason(s)? (for|why)\b",
-               r"\bhow come\b", r"\bdue to what\b", r"为什么", r"为何", r"原因", r"导致", r"怎么会"],
+               r"\bhow come\b", r"\bdue to what\b", r"\bhow (did|does|do|could|can|would|has|have)\b.*\b(lead|led|"
+               r"contribute|result|cause)", r"\b(impact|effects?|consequences?|results?) (of|on)\b",
+               r"\bwhat (did|does|will|would) .* (lead to|cause|result in)\b", r"\bif .* had not\b",
+               r"为什么", r"为何", r"原因", r"导致", r"怎么会", r"影响", r"造成", r"后果", r"引起", r"如果.*没有"],
     "how-to": [r"^\s*how (do|can|should|would|to)\b", r"\bhow to\b", r"\bsteps? (to|for)\b", r"\bprocedure\b",
                r"\binstructions?\b", r"如何", r"怎么(做|办|用|设置|申请|操作)", r"怎样", r"步骤", r"方法"],
     "opinion": [r"\b(do|would) you (think|recommend|prefer)\b", r"\byour (opinion|view)\b", r"\bshould i\b",

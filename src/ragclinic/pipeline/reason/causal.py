@@ -1,0 +1,148 @@
+"""Causal questions (issue 17 §3) over a knowledge base ingested with ``--causal``: causal-aware ranking of the hits,
+the stated chain "A → B → C" with the passages it rests on, and the evidence's strength.
+
+- Ranking (scope layer): score = α·similarity (the hit's min-max normalised score) + β·chain match (the best
+  overlap of the question with a link the chunk states, or with a link one hop from such a link) + γ·recency
+  (the document's ``date`` tag, newest = 1), weights ``causal_weights``. Chunks that state a link one hop from a
+  matched link join the candidates, so the chain's middle is in the context even when the question never names it.
+- Chain (generate layer): from the link that matches the question best, walk back through links whose effect is
+  its cause and forward through links whose cause is its effect (≤ 3 hops each way); a chain follows the stated
+  direction only, so it cannot run backwards.
+- Strength: ``strong`` (a stated, unhedged link), ``limited`` (only hedged links), ``conflicting`` (links that
+  state opposite effects of one cause, or both directions between two things); with no link stated, the answer
+  says so and lists the related passages instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ragclinic.store.causal import links_of
+from ragclinic.text.support import content_terms
+
+CAUSE_QUESTION = re.compile(r"^\s*why\b|\bwhat (caused|causes|led to|leads to)\b|\breasons?\b|\bdue to what\b|"
+                            r"为什么|为何|原因|什么导致|怎么会", re.I)
+_UP = re.compile(r"\b(rise|rose|risen|increase[sd]?|grow|grew|higher|more|up)\b|上涨|增加|上升|提高|增长", re.I)
+_DOWN = re.compile(r"\b(fall|fell|fallen|decrease[sd]?|drop(ped)?|shrank|lower|less|fewer|down)\b|下降|减少|降低|下跌",
+                   re.I)
+MAX_LINKS = 20000  # links read for the one-hop expansion (a larger KB would index them by term)
+
+
+@dataclass(frozen=True)
+class Chain:
+    links: tuple[dict, ...]  # in causal order
+    strength: str  # "strong", "limited", "conflicting", "none"
+    why: str = ""
+
+    def text(self) -> str:
+        if not self.links:
+            return ""
+        return " → ".join([self.links[0]["cause"]] + [lk["effect"] for lk in self.links])
+
+    def chunk_ids(self) -> list[str]:
+        return list(dict.fromkeys(lk["chunk_id"] for lk in self.links))
+
+
+def enabled(kb) -> bool:
+    return kb.db.meta("causal_links") == "1"
+
+
+def overlap(a: str, b: str) -> float:
+    ta, tb = content_terms(a), content_terms(b)
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / min(len(ta), len(tb))
+
+
+def _all_links(kb) -> list[dict]:
+    n = kb.db.conn.execute("SELECT COUNT(*) FROM causal_links").fetchone()[0]
+    return links_of(kb.db.conn) if n <= MAX_LINKS else []
+
+
+def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict) -> tuple[list, dict]:
+    """The hits re-ranked for a causal question, with the chunks one hop along a matched link added; and what the
+    scope span records (the weights, each hit's parts)."""
+    from dataclasses import replace as _replace
+
+    from ragclinic.types import Hit
+
+    alpha, beta, gamma = weights
+    links = _all_links(kb)
+    by_chunk: dict[str, list[dict]] = {}
+    for lk in links:
+        by_chunk.setdefault(lk["chunk_id"], []).append(lk)
+    q_match = {id(lk): max(overlap(question, lk["cause"]), overlap(question, lk["effect"])) for lk in links}
+    matched = [lk for lk in links if q_match[id(lk)] >= 0.5]
+    hop: dict[str, float] = {}
+    for m in matched:  # links one step along a matched link: the chain's other half
+        for lk in links:
+            if lk is not m and (overlap(m["cause"], lk["effect"]) >= 0.5 or overlap(m["effect"], lk["cause"]) >= 0.5):
+                hop[lk["chunk_id"]] = max(hop.get(lk["chunk_id"], 0.0), 0.7 * q_match[id(m)])
+    have = {h.chunk.id for h in hits}
+    extra = [cid for cid in hop if cid not in have]
+    pool = list(hits)
+    if extra:
+        rows = kb.db.conn.execute(f"SELECT rowid FROM chunks WHERE chunk_id IN ({','.join('?' * len(extra))})",
+                                  extra).fetchall()
+        for rowid, chunk in kb.db.chunks_by_rowid([r[0] for r in rows]).items():
+            pool.append(Hit(chunk, 0.0, (), rowid))
+        docs.update(kb.db.doc_infos([h.chunk.doc_id for h in pool if h.chunk.doc_id not in docs]))
+    scores = [h.score for h in hits] or [0.0]
+    lo, hi = min(scores), max(scores)
+    dates = sorted({docs[h.chunk.doc_id].tags.get("date", "") for h in pool if h.chunk.doc_id in docs} - {""})
+    parts = {}
+    for h in pool:
+        sim = (h.score - lo) / (hi - lo) if hi > lo and h.chunk.id in have else (1.0 if h.chunk.id in have else 0.0)
+        chain = max([q_match[id(lk)] for lk in by_chunk.get(h.chunk.id, [])] + [hop.get(h.chunk.id, 0.0)])
+        d = docs.get(h.chunk.doc_id)
+        date = d.tags.get("date", "") if d else ""
+        recency = (dates.index(date) + 1) / len(dates) if date in dates else 0.0
+        parts[h.chunk.id] = (round(alpha * sim + beta * chain + gamma * recency, 4), round(sim, 3), round(chain, 3),
+                             round(recency, 3))
+    ranked = sorted(pool, key=lambda h: -parts[h.chunk.id][0])
+    ranked = [_replace(h, score=parts[h.chunk.id][0]) for h in ranked]
+    return ranked, {"weights": list(weights), "added_by_chain": extra,
+                    "scores": {cid: list(v) for cid, v in parts.items()}}
+
+
+def chain_for(kb, question: str, chunk_ids: Sequence[str]) -> Chain:
+    """The chain the passages ``chunk_ids`` state for ``question`` (only their links: every step is citable)."""
+    links = links_of(kb.db.conn, list(chunk_ids))
+    if not links:
+        return Chain((), "none", "the passages state no cause → effect link")
+    scored = sorted(links, key=lambda lk: -max(overlap(question, lk["cause"]), overlap(question, lk["effect"])))
+    seed = scored[0]
+    if max(overlap(question, seed["cause"]), overlap(question, seed["effect"])) < 0.5:
+        return Chain((), "none", "no stated link is about what the question asks")
+    chain = [seed]
+    for _ in range(3):  # back: what caused the first cause
+        prev = next((lk for lk in links if lk not in chain and overlap(lk["effect"], chain[0]["cause"]) >= 0.5), None)
+        if prev is None:
+            break
+        chain.insert(0, prev)
+    for _ in range(3):  # forward: what the last effect led to
+        nxt = next((lk for lk in links if lk not in chain and overlap(lk["cause"], chain[-1]["effect"]) >= 0.5), None)
+        if nxt is None:
+            break
+        chain.append(nxt)
+    return Chain(tuple(chain), *_strength(chain, links))
+
+
+def _strength(chain: list[dict], links: list[dict]) -> tuple[str, str]:
+    for a in links:
+        for b in links:
+            if a is b:
+                continue
+            if overlap(a["cause"], b["effect"]) >= 0.7 and overlap(a["effect"], b["cause"]) >= 0.7:
+                return "conflicting", f"one passage says {a['cause']} → {a['effect']}, another the reverse"
+            if overlap(a["cause"], b["cause"]) >= 0.7 and _opposite(a["effect"], b["effect"]):
+                return "conflicting", f"{a['cause']}: {a['effect']} vs {b['effect']}"
+    if all(lk["hedged"] for lk in chain):
+        return "limited", "the link is stated with a hedge (may, could, 可能)"
+    return "strong", "the documents state the link"
+
+
+def _opposite(a: str, b: str) -> bool:
+    return bool((_UP.search(a) and _DOWN.search(b)) or (_DOWN.search(a) and _UP.search(b)))
