@@ -123,7 +123,7 @@ def _path(ctx, state: AskState, decision, scored):
     even when the evidence score alone would refuse it."""
     if not ctx.settings.tools_path or ctx.lm is None or decision.route == "clarify" or not state.passages:
         return decision, []
-    tables = tables_in_scope(ctx.kb, state.hits)
+    tables = tables_in_scope(ctx.kb, scored, state.request.question)
     path, why = choose_path(state.request.question, scored, tables)
     if path == "direct" or (decision.route == "refuse" and not tables):
         return decision, tables
@@ -209,7 +209,7 @@ def _with_chain(ctx, state: AskState, text: str, citations, by_n):
 
 
 def _tools(ctx, state: AskState, flags: list[str]):
-    tables = tables_in_scope(ctx.kb, state.hits)
+    tables = tables_in_scope(ctx.kb, state.passages, state.request.question)
     tooled = answer_with_tools(ctx, state, tables, ctx.settings.tools_max_calls)
     flags += tooled.flags
     return tooled

@@ -65,12 +65,14 @@ def test_a_table_question_is_answered_by_sql_with_the_plan_and_tools_in_the_json
 def test_text_arithmetic_goes_through_the_calculator_and_a_made_up_number_is_replaced(tmp_path):
     rules = [(r"Plan:$", json.dumps([{"step": 1, "tool": "calculator", "input": "3,120 + 2,905", "depends_on": []}])),
              (r"Tool results", "The warehouse shipped 6,125 parcels on the two days [1].")]  # the model's own sum
-    c, _ = _kb(tmp_path, rules)
+    c, lm = _kb(tmp_path, rules)
     with c:
         a = c.ask("How many parcels were shipped on Monday and Tuesday together?", doctor=False, cache=False)
     assert "6,025" in a.text and "6,125" not in a.text, a.text
     assert any(f.startswith("tools_answer_replaced") for f in a.flags)
     assert a.tools[0]["output"] == "6,025" and a.citations[0].path.endswith("warehouse.txt")
+    plan_prompt = next(m for kind, m in lm.calls if kind == "chat" and m[0].content.startswith("You plan"))
+    assert "Tables:\n(no tables)" in plan_prompt[1].content  # the products table shares no word with the question
 
 
 def test_a_failing_step_goes_back_to_the_model_once(tmp_path):

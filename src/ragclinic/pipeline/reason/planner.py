@@ -40,11 +40,28 @@ class ToolsAnswer:
     completion_tokens: int = 0
 
 
-def tables_in_scope(kb, hits) -> list[dict]:
-    """The SQL tables of the documents the search found (hits are already inside the scope and the key's tenant)."""
-    docs = list(dict.fromkeys(h.chunk.doc_id for h in hits))
+def tables_in_scope(kb, passages, question: str) -> list[dict]:
+    """The SQL tables of the passages' documents (passages are already inside the scope and the key's tenant)
+    that share a content word with the question (in their title, column names or the passages' text), in the
+    passages' order."""
+    from ragclinic.text.support import content_terms
+
+    docs = list(dict.fromkeys(p.chunk.doc_id for p in passages))
+    if not docs:
+        return []
     rank = {d: i for i, d in enumerate(docs)}
-    return sorted(list_tables(kb.db.conn, docs), key=lambda t: (rank[t["doc_id"]], t["ordinal"])) if docs else []
+    text: dict[str, str] = {}
+    for p in passages:
+        text[p.chunk.doc_id] = text.get(p.chunk.doc_id, "") + " " + p.chunk.text
+    terms = {t.lower() for t in content_terms(question) if len(t) > 1}
+
+    def shares(t: dict) -> bool:
+        blob = " ".join([t["title"], text.get(t["doc_id"], "")] + [f"{c[0]} {c[2]}" for c in t["columns"]])
+        blob = blob.lower().replace("_", " ")
+        return any(w in blob for w in terms)
+
+    tables = sorted(list_tables(kb.db.conn, docs), key=lambda t: (rank[t["doc_id"]], t["ordinal"]))
+    return [t for t in tables if shares(t)]
 
 
 def answer_with_tools(ctx, state, tables: list[dict], max_calls: int) -> ToolsAnswer:
