@@ -86,9 +86,35 @@ def render(trace: Trace) -> None:
             m.add_row(str(c.seq), c.layer, c.kind, c.model_id, str(c.prompt_tokens), str(c.completion_tokens),
                       f"{c.duration_ms:.0f}")
         out.print(m)
+    render_thinking(trace)
     f = trace.final
     out.print(f"[bold]answer[/] ({f.get('route')}, confidence {f.get('confidence')}): {escape(f.get('answer', ''))}")
     render_doctor(trace)
+
+
+def render_thinking(trace: Trace) -> None:
+    """What the gate's reasoning steps did: the ambiguity assessment, the plan(s) and each tool call in order."""
+    gate = next((s for s in trace.spans if s.layer == "gate"), None)
+    amb = (gate.outputs.get("ambiguity") or {}) if gate is not None else {}
+    if amb.get("has_ambiguity"):
+        out.print(f"[bold]ambiguity[/]: {amb['ambiguity_type']} ({amb['confidence']:.2f}) — "
+                  f"{escape(amb.get('clarifying_question', ''))}; rewrites: "
+                  f"{escape(' | '.join(amb.get('rewritten_queries', [])) or 'none')}")
+    if amb.get("original_question") and amb["original_question"] != trace.query:
+        out.print(f"asked as: {escape(trace.query)} (the user wrote: {escape(amb['original_question'])})")
+    gen = next((s for s in trace.spans if s.layer == "generate"), None)
+    answer = (gen.outputs.get("answer") or {}) if gen is not None else {}
+    for p in answer.get("plan", []):
+        steps = "; ".join(f"{x['step']}. {x['tool']}({x['input']})" for x in p.get("steps", [])) or escape(
+            p.get("text", "")[:80])
+        out.print(f"[bold]plan {p.get('attempt')}[/]: {escape(steps)}" + (f"  [red]{escape(p['error'])}[/]"
+                                                                          if p.get("error") else ""))
+    if answer.get("tools"):
+        tt = Table("step", "tool", "input", "output", "s", "error", box=None, title="tool calls")
+        for c in answer["tools"]:
+            tt.add_row(str(c.get("step", "")), c["name"], escape(c["input"][:60]),
+                       escape(c["output"].replace("\n", " / ")[:60]), f"{c['seconds']:.3f}", escape(c["error"] or ""))
+        out.print(tt)
 
 
 def render_doctor(trace: Trace) -> None:

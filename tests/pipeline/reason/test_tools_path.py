@@ -162,3 +162,17 @@ def test_the_calculator_takes_only_numbers_the_sources_gave():
     assert failed is not None and "3,000 is in no passage" in failed.error
     limited = box.run([Step(1, "calculator", "1 + 2")])
     assert "at most 3 tool calls" in limited.error
+
+
+def test_trace_show_prints_the_plan_and_the_tool_calls(tmp_path):
+    from typer.testing import CliRunner
+
+    from ragclinic.cli.main import app
+
+    rules = [(r"Plan:$", json.dumps([{"step": 1, "tool": "calculator", "input": "3,120 + 2,905", "depends_on": []}])),
+             (r"Tool results", "The warehouse shipped 6,025 parcels on the two days [1].")]
+    c, _ = _kb(tmp_path, rules)
+    with c:
+        a = c.ask("How many parcels were shipped on Monday and Tuesday together?", doctor=False, cache=False)
+    out = CliRunner().invoke(app, ["trace", "show", a.trace_id, "--kb", str(tmp_path / "kb")]).output
+    assert "plan 1" in out and "calculator(3,120 + 2,905)" in out and "tool calls" in out and "6,025" in out
