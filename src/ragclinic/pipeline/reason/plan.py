@@ -69,11 +69,13 @@ def plan_messages(question: str, tables: Sequence[dict], samples: dict[str, list
     if retry:
         msgs += [Message("assistant", retry[0]),
                  Message("user", f"That plan failed: {retry[1]}\nWrite a corrected plan (JSON list only).")]
-    return msgs + [Message("assistant", PREFILL)]
+    return msgs + [Message("assistant", PREFILL if tables else PREFILL_NO_TABLES)]
 
 
-# the reply's start, written for the model (models/llama.py continues a last assistant message): it writes JSON
+# the reply's start, written for the model (models/llama.py continues a last assistant message): it writes JSON.
+# With no table in scope the first step is the calculator: the 1.5B model otherwise queries the example's table.
 PREFILL = '[{"step": 1, "tool": "'
+PREFILL_NO_TABLES = '[{"step": 1, "tool": "calculator", "input": "'
 
 
 def reply_of(messages: list[Message], text: str) -> str:
