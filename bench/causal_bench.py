@@ -29,7 +29,9 @@ from reason.causal_set import questions, write_corpus  # noqa: E402
 from ragclinic import Clinic  # noqa: E402
 from ragclinic.pipeline.gate.qtype import classify_rules  # noqa: E402
 
-_CUE = r"(led to|leads to|lead to|caused|causes|cause|resulted in|triggered|drove|→|导致|造成|引发|使得|引起)"
+# forward cues only: "B was caused by A" / "B because of A" / "B是因为A" state A → B and are not wrong
+_CUE = (r"(led to|leads to|lead to|(?<!was )(?<!were )(?<!is )(?<!are )caused(?! by)|causes(?! by)|resulted in|"
+        r"triggered(?! by)|drove|→|导致|造成|引发|使得|引起)")
 
 
 def coverage(answer: str, chain: list[list[str]]) -> float:
@@ -90,6 +92,9 @@ def main() -> None:
                           ans.text.replace("\n", " / ")[:120], flush=True)
         plain.close()
     rows = [json.loads(x) for x in rows_path.read_text().splitlines()]
+    pairs = {q["id"]: q["pairs"] for q in questions()}
+    for r in rows:  # from the answer text, so a re-run of the summary uses the current rule
+        r["wrong_direction"] = wrong_direction(r["answer"], pairs[r["id"]])
     out = {"qtype": qtype_rates()}
     for arm in ("plain", "causal"):
         sub = [r for r in rows if r["arm"] == arm]

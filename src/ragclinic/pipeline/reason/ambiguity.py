@@ -96,8 +96,9 @@ def resolve_followup(question: str, conversation: Sequence[str]) -> str | None:
 
 def _subject(previous: str) -> str:
     """What the previous question was about: its run of capitalised words (EN), else its longest content terms."""
-    if language_of(previous) == "zh":
-        terms = sorted(content_terms(previous), key=len, reverse=True)
+    if language_of(previous) == "zh":  # the subject leads a Chinese question: the earliest term, longest first
+        terms = sorted((t for t in content_terms(previous) if t in previous),
+                       key=lambda t: (previous.index(t), -len(t)))
         return terms[0] if terms else ""
     runs = re.findall(r"(?:\b(?:the\s+)?[A-Z][\w.-]*(?:\s+(?:of\s+(?:the\s+)?)?[A-Z][\w.-]*)*)", previous[1:])
     runs = [r.strip() for r in runs if r.strip()]
