@@ -87,6 +87,13 @@ def test_hedged_and_conflicting_evidence_is_said(tmp_path):
         assert a.evidence_strength == "conflicting" and "Evidence: conflicting" in a.text
 
 
+def test_successive_links_of_one_chain_are_not_a_conflict(tmp_path):
+    text = "由于持续干旱，小麦产量下降了三成。产量下降导致面粉价格上涨。这进而造成面包店利润减少。"
+    with _clinic(tmp_path, True, {"wheat.md": text, "other.md": OTHER}, "面粉价格上涨是因为产量下降[1]。") as c:
+        a = c.ask("为什么面粉价格上涨？", doctor=False, cache=False)
+    assert a.evidence_strength == "strong" and "因果链: 持续干旱 → 小麦产量下降了三成 → 面粉价格上涨" in a.text
+
+
 def test_no_stated_link_is_said_rather_than_invented(tmp_path):
     with _clinic(tmp_path, True, {"other.md": OTHER}, "The railway carries freight [1].") as c:
         a = c.ask("Why does the northern railway carry freight?", doctor=False, cache=False)

@@ -131,17 +131,24 @@ def chain_for(kb, question: str, chunk_ids: Sequence[str]) -> Chain:
 
 
 def _strength(chain: list[dict], links: list[dict]) -> tuple[str, str]:
-    for a in links:
+    """Conflicting only against the chain's own links: another link states the reverse of one, or the same cause
+    moving the same thing the other way ("tariffs led to higher prices" / "... lower prices")."""
+    for a in chain:
         for b in links:
-            if a is b:
+            if b is a or b["sentence"] == a["sentence"]:
                 continue
             if overlap(a["cause"], b["effect"]) >= 0.7 and overlap(a["effect"], b["cause"]) >= 0.7:
                 return "conflicting", f"one passage says {a['cause']} → {a['effect']}, another the reverse"
-            if overlap(a["cause"], b["cause"]) >= 0.7 and _opposite(a["effect"], b["effect"]):
+            if (overlap(a["cause"], b["cause"]) >= 0.7 and _opposite(a["effect"], b["effect"])
+                    and overlap(_undirected(a["effect"]), _undirected(b["effect"])) >= 0.5):
                 return "conflicting", f"{a['cause']}: {a['effect']} vs {b['effect']}"
     if all(lk["hedged"] for lk in chain):
         return "limited", "the link is stated with a hedge (may, could, 可能)"
     return "strong", "the documents state the link"
+
+
+def _undirected(text: str) -> str:
+    return _DOWN.sub(" ", _UP.sub(" ", text))
 
 
 def _opposite(a: str, b: str) -> bool:
