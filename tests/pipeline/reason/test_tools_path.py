@@ -176,3 +176,31 @@ def test_trace_show_prints_the_plan_and_the_tool_calls(tmp_path):
         a = c.ask("How many parcels were shipped on Monday and Tuesday together?", doctor=False, cache=False)
     out = CliRunner().invoke(app, ["trace", "show", a.trace_id, "--kb", str(tmp_path / "kb")]).output
     assert "plan 1" in out and "calculator(3,120 + 2,905)" in out and "tool calls" in out and "6,025" in out
+
+
+def test_a_tenant_plan_cannot_read_another_tenants_table(tmp_path):
+    from ragclinic.store.tables import list_tables
+
+    docs = tmp_path / "docs"
+    for tenant in ("a", "b"):
+        (docs / tenant).mkdir(parents=True)
+        (docs / tenant / f"sales_{tenant}.csv").write_text(f"product,price,units_q2\nWidget{tenant},10,{5 if tenant == 'a' else 7}\n",
+                                                           encoding="utf-8")
+    name = {}
+    rules = [(r"Plan:$", lambda m: json.dumps([{"step": 1, "tool": "sql", "input": f"SELECT SUM(price * units_q2) FROM {name['b']}"}])),
+             (r"corrected plan", lambda m: json.dumps([{"step": 1, "tool": "sql", "input": f"SELECT SUM(price * units_q2) FROM {name['a']}"}])),
+             (r"Tool results", "Total Q2 revenue was 50 [1].")]
+    c = Clinic.open(tmp_path / "kb", model=ScriptedLanguageModel(["x"], rules=rules, yes_prob=0.9), embedder="fake",
+                    judge="llm", cache_dir=tmp_path / "cache")
+    with c:
+        c.ingest([docs / "a"], tags={"tenant": "a"})
+        c.ingest([docs / "b"], tags={"tenant": "b"})
+        by_doc = {t["title"]: t["name"] for t in list_tables(c.kb.db.conn)}
+        name["a"] = next(v for k, v in by_doc.items() if k.endswith("a"))
+        name["b"] = next(v for k, v in by_doc.items() if k.endswith("b"))
+        res = c.consult("What was the total revenue in Q2?", doctor=False, cache=False, enforced={"tenant": "a"})
+    tools = res.payload["tools"]
+    assert tools[0]["error"] and f"no table {name['b']}" in tools[0]["error"]
+    assert name["b"] not in tools[0]["error"].split("may query:")[1]  # the other tenant's table is not even listed
+    assert tools[1]["error"] is None and "50" in tools[1]["output"] and "50" in res.payload["answer"]
+    assert all("sales_b" not in x["path"] for x in res.payload["citations"])
