@@ -204,3 +204,23 @@ def test_a_tenant_plan_cannot_read_another_tenants_table(tmp_path):
     assert name["b"] not in tools[0]["error"].split("may query:")[1]  # the other tenant's table is not even listed
     assert tools[1]["error"] is None and "50" in tools[1]["output"] and "50" in res.payload["answer"]
     assert all("sales_b" not in x["path"] for x in res.payload["citations"])
+
+
+def test_the_ui_trace_page_shows_the_plan_and_the_tool_calls(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from ragclinic.config import Settings
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+
+    rules = [(r"Plan:$", json.dumps([{"step": 1, "tool": "calculator", "input": "3,120 + 2,905", "depends_on": []}])),
+             (r"Tool results", "The warehouse shipped 6,025 parcels on the two days [1].")]
+    c, lm = _kb(tmp_path, rules)
+    with c:
+        a = c.ask("How many parcels were shipped on Monday and Tuesday together?", doctor=False, cache=False)
+    app = create_app(Settings.load(tmp_path / "kb", embedder="fake", judge="llm", cache_dir=tmp_path / "cache"),
+                     Keys(["admin-key-123"]), model=lm)
+    with TestClient(app) as client:
+        client.post("/login", data={"key": "admin-key-123", "next": "/"}, follow_redirects=False)
+        page = client.get(f"/traces/{a.trace_id}").text
+    assert "The plan and its tool calls" in page and "calculator(3,120 + 2,905)" in page and "6,025" in page
