@@ -1,2 +1,3 @@
-"""Reasoning paths the gate routes a question to (issue 17): ``tools`` (a plan over sql / calculator / search,
-planner.py), with routing rules in route.py. Plain questions take the direct path and pay nothing for these."""
+"""Thinking before answering (issue 17), as steps of the pipeline's own layers: the gate's path choice and the
+ambiguity step (route.py, ambiguity.py), the tools path in strict mode (plan.py, toolbox.py, planner.py) and
+causal ranking and chains (causal.py). A plain question takes the direct path and pays nothing for these."""
