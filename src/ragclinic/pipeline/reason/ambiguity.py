@@ -138,7 +138,10 @@ def _senses(question: str, passages: Sequence) -> tuple[list[dict], float]:
     if len(items) < 2:
         return [], 0.0
     best = max(p.support for p, _, _ in items)
-    strong = [it for it in items if it[0].support >= 0.5 * best and it[1] and it[2]]
+    # a sense is a document named after the question's name ("Mercury (planet)", "Mercury (element)"): passages of
+    # untitled or differently titled documents that share a word (news about another year) are not senses
+    strong = [it for it in items if it[0].support >= 0.5 * best and it[1] and it[2]
+              and q & content_terms(it[0].doc.title or "")]
     chosen: list[tuple] = []
     for it in strong:
         if all(len(it[1] & c[1]) / len(it[1] | c[1]) < 0.08 for c in chosen) and \
