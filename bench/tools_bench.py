@@ -41,6 +41,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--llm", default="local")
+    ap.add_argument("--kind", choices=("table", "text"), help="only the questions of this kind")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     docs, kb = a.out / "docs", a.out / "kb"
@@ -50,7 +51,7 @@ def main() -> None:
             c.ingest([docs])
     rows_path = a.out / "rows.jsonl"
     done = {(r["id"], r["arm"]) for r in map(json.loads, rows_path.read_text().splitlines())} if rows_path.exists() else set()
-    qs = questions()[: a.limit or None]
+    qs = [q for q in questions() if not a.kind or q["kind"] == a.kind][: a.limit or None]
     with Clinic.open(kb, llm=a.llm) as tools:
         plain = Clinic.open(kb, llm=a.llm, model=tools.lm, tools_path=False)
         with rows_path.open("a") as f:

@@ -94,6 +94,13 @@ def test_successive_links_of_one_chain_are_not_a_conflict(tmp_path):
     assert a.evidence_strength == "strong" and "因果链: 持续干旱 → 小麦产量下降了三成 → 面粉价格上涨" in a.text
 
 
+def test_a_chain_does_not_jump_documents_on_one_shared_word(tmp_path):
+    steel = "The steel plant closed in 2019. The closure led to the loss of 2,000 jobs in the town."
+    with _clinic(tmp_path, True, {"rail.md": RAIL, "steel.md": steel}) as c:
+        a = c.ask("What was the impact of the heavy rain in March?", doctor=False, cache=False)
+    assert a.evidence_strength == "strong" and "shortages of fuel" in a.text and "jobs" not in a.text.split("Chain:")[1]
+
+
 def test_no_stated_link_is_said_rather_than_invented(tmp_path):
     with _clinic(tmp_path, True, {"other.md": OTHER}, "The railway carries freight [1].") as c:
         a = c.ask("Why does the northern railway carry freight?", doctor=False, cache=False)

@@ -118,16 +118,31 @@ def chain_for(kb, question: str, chunk_ids: Sequence[str]) -> Chain:
         return Chain((), "none", "no stated link is about what the question asks")
     chain = [seed]
     for _ in range(3):  # back: what caused the first cause
-        prev = next((lk for lk in links if lk not in chain and overlap(lk["effect"], chain[0]["cause"]) >= 0.5), None)
+        prev = _next_link(links, chain, chain[0], "effect", "cause")
         if prev is None:
             break
         chain.insert(0, prev)
     for _ in range(3):  # forward: what the last effect led to
-        nxt = next((lk for lk in links if lk not in chain and overlap(lk["cause"], chain[-1]["effect"]) >= 0.5), None)
+        nxt = _next_link(links, chain, chain[-1], "cause", "effect")
         if nxt is None:
             break
         chain.append(nxt)
     return Chain(tuple(chain), *_strength(chain, links))
+
+
+def _joins(a: str, b: str, same_doc: bool) -> bool:
+    """Two link ends name the same thing. Across documents one shared word is not enough ("the closure" of a rail
+    line is not "the closure" of a steel plant): two shared content words are needed."""
+    if overlap(a, b) < 0.5:
+        return False
+    return same_doc or len(content_terms(a) & content_terms(b)) >= 2
+
+
+def _next_link(links: list[dict], chain: list[dict], at: dict, end: str, other: str) -> dict | None:
+    """The link whose ``end`` joins ``at``'s ``other`` end, one from the same document first."""
+    cands = [lk for lk in links if lk not in chain
+             and _joins(lk[end], at[other], lk["doc_id"] == at["doc_id"])]
+    return min(cands, key=lambda lk: lk["doc_id"] != at["doc_id"]) if cands else None
 
 
 def _strength(chain: list[dict], links: list[dict]) -> tuple[str, str]:
