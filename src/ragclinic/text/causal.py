@@ -1,6 +1,7 @@
 """Cause → effect links stated in a text (issue 17 §3), by cue patterns — EN ("X led to Y", "Y because of X",
 "as a result of X, Y") and ZH ("X导致Y", "由于X，Y", "Y是因为X") — with a link whose cause is a pronoun ("This led
-to ...", "这导致...", "其结果...") written in full from the sentence before it (the seed's note on 这/其).
+to ...", "这导致...", "其结果...") written in full from the sentence before it — its effect when it stated a link,
+else the whole sentence (the seed's note on 这/其).
 
 Rules, not the language model: a stated link has a cue word, and extraction is ~0.1 ms a sentence, so an
 opt-in knowledge base (`ingest --causal`) pays no model calls. ``hedged`` marks a link stated with "may", "might",
@@ -58,7 +59,9 @@ def extract(text: str) -> list[CausalLink]:
         for m in _matches(sent):
             cause, effect = _clean(m.group("cause")), _clean(m.group("effect"))
             if _PRONOUN_START.match(cause) and previous:
-                cause = _clean(previous)  # "This led to ...": the previous sentence is the cause
+                # "This led to ...": what the sentence before stated last — its effect when it stated a link,
+                # else the whole sentence
+                cause = out[-1].effect if out and out[-1].sentence == previous else _clean(previous)
             if len(cause) < 2 or len(effect) < 2 or cause.lower() == effect.lower():
                 continue
             out.append(CausalLink(cause, effect, m.group("cue").strip(), bool(_HEDGE.search(sent)), sent))

@@ -78,7 +78,8 @@ def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict
     hop: dict[str, float] = {}
     for m in matched:  # links one step along a matched link: the chain's other half
         for lk in links:
-            if lk is not m and (overlap(m["cause"], lk["effect"]) >= 0.5 or overlap(m["effect"], lk["cause"]) >= 0.5):
+            same = lk["doc_id"] == m["doc_id"]
+            if lk is not m and (_joins(m["cause"], lk["effect"], same) or _joins(m["effect"], lk["cause"], same)):
                 hop[lk["chunk_id"]] = max(hop.get(lk["chunk_id"], 0.0), 0.7 * q_match[id(m)])
     have = {h.chunk.id for h in hits}
     extra = [cid for cid in hop if cid not in have]
