@@ -1,8 +1,9 @@
 """Which path a question takes after the gate: ``direct`` (today's answer), or ``tools`` (a plan over the sql,
 calculator and search tools) — by rules, so a plain question pays nothing for the check.
 
-``tools`` when the question asks for arithmetic over several numbers ("in total", "together", "how many more",
-"average", 一共, 合计, 相差 ...) and the passages or the tables in scope hold numbers, or when it asks for a
+``tools`` when the question asks to combine several numbers ("in total", "together", "how many more",
+"average", 一共, 合计, 相差 ...; not "how much did X grow", which asks for a stated figure: on RGB those cues sent
+4 of 81 factual questions here) and the passages or the tables in scope hold numbers, or when it asks for a
 superlative or an aggregate ("which product had the highest revenue", "最高") and a table in scope can answer it.
 A superlative over plain text ("the tallest mountain") stays direct: the passage states it.
 """
