@@ -83,8 +83,7 @@ class Ambiguous:
             return Symptom(self.name, 1.0, self.layer, "nothing to search for", data={"kind": "empty"})
         if exam.state.request.sub_questions:
             return Symptom(self.name, 0.2, self.layer, "answered per reading")
-        threshold = exam.settings.ambiguity_threshold if exam.settings is not None else 0.8
-        amb = assess(q, exam.passages, threshold)
+        amb = assess(q, exam.passages, exam.settings.ambiguity_threshold)
         if not amb.has_ambiguity:
             return Symptom(self.name, 0.0, self.layer, "the question names what it asks about")
         if amb.ambiguity_type == "reference":

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ragclinic.store.causal import links_of
 from ragclinic.text.support import content_terms
+from ragclinic.types import Hit
 
 CAUSE_QUESTION = re.compile(r"^\s*why\b|\bwhat (caused|causes|led to|leads to)\b|\breasons?\b|\bdue to what\b|"
                             r"为什么|为何|原因|什么导致|怎么会", re.I)
@@ -64,10 +65,6 @@ def _all_links(kb) -> list[dict]:
 def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict) -> tuple[list, dict]:
     """The hits re-ranked for a causal question, with the chunks one hop along a matched link added; and what the
     scope span records (the weights, each hit's parts)."""
-    from dataclasses import replace as _replace
-
-    from ragclinic.types import Hit
-
     alpha, beta, gamma = weights
     links = _all_links(kb)
     by_chunk: dict[str, list[dict]] = {}
@@ -103,7 +100,7 @@ def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict
         parts[h.chunk.id] = (round(alpha * sim + beta * chain + gamma * recency, 4), round(sim, 3), round(chain, 3),
                              round(recency, 3))
     ranked = sorted(pool, key=lambda h: -parts[h.chunk.id][0])
-    ranked = [_replace(h, score=parts[h.chunk.id][0]) for h in ranked]
+    ranked = [replace(h, score=parts[h.chunk.id][0]) for h in ranked]
     return ranked, {"weights": list(weights), "added_by_chain": extra,
                     "scores": {cid: list(v) for cid, v in parts.items()}}
 

@@ -6,6 +6,7 @@ question — an answer that states any other number is replaced by the tool's ow
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ragclinic.models.llm import Message
@@ -182,8 +183,6 @@ def _checked(text: str, sources: tuple[int, ...], allowed: set[float], by_n: dic
 
 
 def _without_citations(s: str) -> str:
-    import re
-
     return re.sub(r"\[\d+(?:\s*[,，、]\s*\d+)*\]", " ", s)
 
 
