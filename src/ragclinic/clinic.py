@@ -16,6 +16,7 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from ragclinic.config import Settings
 from ragclinic.errors import RagclinicError
 from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.state import AskState
+from ragclinic.store.clarifications import ClarificationMemory, ambiguity_key
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.trace.model import QUERY_LAYERS, Trace
 from ragclinic.types import Answer
@@ -61,6 +63,7 @@ class Clinic:
         self._lm, self._lm_flags, self._lm_loaded = (None if model is LOAD else model), [], model is not LOAD
         self._pipeline = None
         self._judge = None
+        self._clarified = None  # ClarificationMemory, opened on the first clarification (False: cannot be)
 
     @classmethod
     def around(cls, kb: KnowledgeBase, *, model: LanguageModel | None = LOAD,
@@ -86,6 +89,9 @@ class Clinic:
         self.close()
 
     def close(self) -> None:
+        if self._clarified:
+            self._clarified.close()
+        self._clarified = None
         if self._kb is not None and self._owns_kb:
             self._kb.close()
         self._kb = None
@@ -182,19 +188,25 @@ class Clinic:
                 top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
                 cache: bool | None = None, interactive: bool = False,
                 reply: Callable[[str], str] | None = None, enforced: dict[str, str] | None = None,
-                on_span=None, conversation: Sequence[str] = ()) -> Consultation:
+                on_span=None, conversation: Sequence[str] = (), owner: str = "",
+                debug_round_id: str = "") -> Consultation:
         """``ask`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
         ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``.
         ``enforced``: tags every passage must carry whatever ``scope`` asks (the server's tenant of a key);
         ``on_span(span, state)``: called as each layer of the plain run finishes; ``conversation``: the user's
-        earlier questions (a follow-up's "it" / "their" / 它 is resolved from them)."""
+        earlier questions (a follow-up's "it" / "their" / 它 is resolved from them); ``owner``: who asks (the
+        CLI's user, the server's key): an ambiguity the owner has clarified before is not asked about again, the
+        remembered reply is merged in (``payload["clarification"]["reused"]``); ``debug_round_id``: continue a
+        round (the UI's reply to its clarifying question)."""
         from ragclinic.pipeline.cache import AnswerCacheFront
 
         pairs = dict(scope or {})
         keyed = {**pairs, **{f"\x00enforced:{k}": v for k, v in (enforced or {}).items()}}  # the cache's scope
+        if interactive:  # an ambiguous question is asked back, not answered per sense: another entry
+            keyed["\x00interactive"] = "1"
         use_doctor = self.settings.doctor if doctor is None else doctor
         conversation = tuple(conversation)
-        overridden = interactive or top_k is not None or rerank is not None or bool(conversation)  # not cache keys
+        overridden = top_k is not None or rerank is not None or bool(conversation)  # not cache keys
         # the cache needs the knowledge base only: a cached answer loads no model
         front = AnswerCacheFront(self, enabled=False if (overridden or cache is False) else None, warn=self._warn)
         try:
@@ -207,25 +219,57 @@ class Clinic:
                 payload = front.keep(question, keyed, False, answer.to_json())
                 return Consultation(answer, payload, None, False, trace)
             else:
-                result = self._doctor_ask(question, pairs, top_k, rerank, on_token, interactive, reply,
-                                          {"enforced": enforced, "on_span": on_span, "conversation": conversation})
+                result, clarified = self._doctor_ask(
+                    question, pairs, top_k, rerank, on_token, interactive, reply, owner,
+                    {"enforced": enforced, "on_span": on_span, "conversation": conversation,
+                     "debug_round_id": debug_round_id})
                 answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
                                  model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
-                payload = front.keep(question, keyed, True, result.to_json())
+                if clarified:  # the answer to the question with the reply merged in: never kept for the question
+                    payload = {**result.to_json(), "cached": False, "clarification": clarified}
+                else:
+                    payload = front.keep(question, keyed, True, result.to_json())
                 return Consultation(answer, payload, result, False, result.trace)
         finally:
             front.close()
 
-    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply, extra):
+    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply, owner, extra):
+        """The doctor's answer, and the clarification merged into it (None when none was): the owner's
+        remembered reply to the same ambiguity, else what ``reply`` returns for the clarifying question."""
         doc = self.doctor(interactive=interactive)
         result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token, **extra)
-        if interactive and reply is not None and result.answer.route == "clarify" and result.repairs:
-            if said := reply(result.answer.text).strip():
-                doc.interactive = False  # one clarifying question per query
-                # the reply continues the same question: its runs share the debug round id
-                result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                 debug_round_id=result.trace.debug_round_id, **extra)
-        return result
+        if not (interactive and result.answer.route == "clarify" and result.repairs):
+            return result, None
+        gate = result.trace.span("gate")
+        key = ambiguity_key(question, (gate.outputs or {}).get("ambiguity", {}) if gate else {})
+        memory = self._clarifications() if owner else None
+        hit = memory.recall(owner, key) if memory is not None else None
+        said = hit["reply"] if hit else (reply(result.answer.text).strip() if reply is not None else "")
+        if not said:
+            return result, None
+        asked_back, round_id = result.answer.text, result.trace.debug_round_id
+        doc.interactive = False  # one clarifying question per query
+        # the reply continues the same question: its runs share the debug round id
+        result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token,
+                         **{**extra, "debug_round_id": round_id})
+        if memory is not None and not hit:
+            try:
+                memory.remember(owner, key, question=question, clarifying_question=asked_back, reply=said,
+                                debug_round_id=round_id)
+            except sqlite3.Error as e:
+                self._warn(f"clarification not remembered: {e}")
+        return result, {"clarifying_question": asked_back, "reply": said, "reused": bool(hit),
+                        "debug_round_id": round_id}
+
+    def _clarifications(self):
+        """The knowledge base's clarification memory (store/clarifications.py); None when it cannot be opened."""
+        if self._clarified is None:
+            try:
+                self._clarified = ClarificationMemory(self.kb.folder)
+            except (sqlite3.Error, OSError) as e:
+                self._warn(f"clarifications not remembered: cannot open {self.kb.folder}: {e}")
+                self._clarified = False
+        return self._clarified or None
 
     # ------------------------------------------------------------------ traces
     def trace(self, trace_id: str, *, exact: bool = False) -> Trace:

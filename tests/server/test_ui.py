@@ -102,3 +102,47 @@ def test_feedback_diagnose_and_rerun_fragments(served):
     assert "/traces/" in rr.text and "compare" in rr.text
     page = served.get(f"/traces/{tid}").text  # the question, the debugger's probe re-runs, the re-run: one path
     assert "The whole path of this question" in page and "re-run from gate" in page and "this trace" in page
+
+
+def test_an_ambiguous_question_gets_a_reply_form_and_the_reply_is_remembered(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from ragclinic.config import Settings
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+    from ragclinic.trace.store import list_traces
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "planet.md").write_text("# Mercury (planet)\n\nMercury is the smallest planet in the Solar System and "
+                                    "orbits the Sun every 88 days.\n", encoding="utf-8")
+    (docs / "element.md").write_text("# Mercury (element)\n\nMercury is a chemical element, symbol Hg, the only "
+                                     "metal that is liquid at room temperature.\n", encoding="utf-8")
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": tmp_path / "cache"}
+    from ragclinic import Clinic
+
+    with Clinic.open(tmp_path / "kb", llm="none", **settings) as c:
+        c.ingest(docs)
+    app = create_app(Settings.load(tmp_path / "kb", **settings), Keys([ADMIN]),
+                     model=ScriptedLanguageModel(["Mercury is the smallest planet [1]."], yes_prob=0.9))
+
+    def final(client, **params):
+        with client.stream("GET", "/ui/ask/stream", params={"doctor": "1", **params}) as r:
+            text = "".join(r.iter_text())
+        return text[text.index("event: final"):]
+
+    with TestClient(app) as client:
+        _login(client)
+        asked = final(client, q="What is Mercury?")
+        assert "clarifying question" in asked and "Do you mean Mercury (" in asked
+        form = re.search(r'<form class="ask clarify-reply".*?</form>', asked, re.S).group()
+        hidden = dict(re.findall(r'type="hidden" name="(\w+)" value="([^"]*)"', form))
+        assert hidden["q"] == "What is Mercury?" and hidden["doctor"] == "1" and hidden["round"]
+        answered = final(client, **hidden, reply="the planet")
+        assert "answered" in answered and "you were asked" in answered and "the planet" in answered
+        with Clinic.open(tmp_path / "kb", llm="none", **settings) as c:
+            rounds = {t["debug_round_id"] for t in list_traces(c.kb.db, 50)}
+        assert rounds == {hidden["round"]}  # the question, the clarification and the reply: one round
+        again = final(client, q="Mercury?")  # the same senses: the reply is reused, not asked
+        assert "asked before" in again and "Reply</button>" not in again

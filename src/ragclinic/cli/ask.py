@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -72,10 +73,11 @@ def ask_cmd(
         seen = clinic.consult(question, pairs, doctor, top_k, rerank=rerank, on_token=stream,
                               cache=False if (no_cache or interactive) else None,
                               interactive=interactive and not json_out,
-                              reply=_reply)
+                              reply=_reply, owner=local_user())
     if seen.cached:
         return _print_cached(seen.payload, json_out)
     payload, result, answer = seen.payload, seen.result, seen.answer
+    _print_reused(payload)
     if json_out:
         print_json(payload)
         return
@@ -88,6 +90,21 @@ def ask_cmd(
     print_sources(answer)
     if result is not None:
         print_repairs(result)
+
+
+def local_user() -> str:
+    """Whose clarifications the CLI remembers (store/clarifications.py): the login user."""
+    try:
+        return "user:" + getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): one owner for the machine
+        return "user:?"
+
+
+def _print_reused(payload: dict) -> None:
+    c = payload.get("clarification")
+    if c and c.get("reused"):
+        err.print(f"[dim]asked before: {escape(c['clarifying_question'])} — using your reply "
+                  f"{escape(repr(c['reply']))}[/]")
 
 
 def _warn(message: str) -> None:
@@ -176,7 +193,8 @@ def chat_cmd(
             # 2023?") is asked together with the previous question
             asked = f"{previous} {q}" if previous and len(q.split()) <= 4 and not refers_back(q) else q
             seen = clinic.consult(asked, pairs, doctor, on_token=_printer(), cache=False, interactive=True,
-                                  reply=_reply, conversation=tuple(history[-4:]))
+                                  reply=_reply, conversation=tuple(history[-4:]), owner=local_user())
+            _print_reused(seen.payload)
             history.append(asked)
             out.print()
             result = seen.result

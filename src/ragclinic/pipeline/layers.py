@@ -155,6 +155,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if route == "answer" and not claims and declines(text):
         text, generator, route, claims, declined = _retry_declined(ctx, state, text, generator, drafts, flags)
         unbacked = declined or unbacked
+    if route == "answer" and d.question_type == "causal":
+        text, claims = _causal_direction(ctx, state, text, claims, flags)
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
@@ -187,6 +189,17 @@ _CHAIN_NOTE = {
     ("en", "limited"): "Evidence: limited ({why}).", ("zh", "limited"): "证据有限（{why}）。",
     ("en", "conflicting"): "Evidence: conflicting ({why}).", ("zh", "conflicting"): "证据相互矛盾（{why}）。",
 }
+
+
+def _causal_direction(ctx, state: AskState, text: str, claims, flags: list[str]):
+    """A sentence of the answer that states a passage's cause → effect link backwards is replaced by the passage's
+    own sentence, cited (reason/causal.py ``fix_direction``); the claims are checked again on the new text."""
+    n_of = {p.chunk.id: p.n for p in state.passages}
+    new, fixed = causal.fix_direction(text, causal.passage_links(ctx.kb, state.passages), n_of)
+    if not fixed:
+        return text, claims
+    flags += [f"causal_direction_fixed: {f['said'].strip()[:60]}" for f in fixed]
+    return new, check_claims(new, state.passages, ctx.judge, ctx.settings, state.request.question)
 
 
 def _with_chain(ctx, state: AskState, text: str, citations, by_n):

@@ -135,13 +135,16 @@ async def ask_stream(request: Request):
             elif span.layer == "gate" and st.decision is not None:
                 j.emit("status", f"the gate: {st.decision.route} (evidence {st.decision.evidence_score:.2f})…")
 
-        with rc.pool.reader() as clinic:
-            seen = clinic.consult(question, scope, params.get("doctor") == "1",
+        doctor, said = params.get("doctor") == "1", params.get("reply", "").strip()
+        with rc.pool.reader() as clinic:  # with the doctor, an ambiguous question is asked back (one reply form)
+            seen = clinic.consult(question, scope, doctor,
                                   on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
-                                  enforced=caller.enforced)
+                                  enforced=caller.enforced, interactive=doctor,
+                                  reply=(lambda _asked: said) if said else None,
+                                  owner=ui_parts.owner_of(caller), debug_round_id=params.get("round", ""))
         rc.metrics.observe_answer(seen.payload, seen.trace)
         telemetry.emit(rc.tracer, seen.trace, seen.payload)
-        html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html))
+        html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html, params))
         j.emit("status", "")
         j.emit("final", html)
 

@@ -18,7 +18,12 @@ _EN_FORWARD = re.compile(
     _X.format("cause") + r",?\s+(?:which\s+|that\s+|and\s+(?:this\s+)?)?(?P<cue>(?:has\s+|have\s+|had\s+)?"
     r"(?:(?:may|might|could|can|will|would)\s+)?(?:led to|leads to|lead to|caused|causes|cause|resulted in|results in|"
     r"result in|triggered|triggers|trigger|drove|drives|drive|contributed to|contributes to|gave rise to|"
-    r"brought about|produced|produces|made))\s+(?!up\b)" + _X.format("effect") + r"(?=[.;:!?]|$)", re.I)
+    r"brought about|produced|produces|made|damaged|destroyed|forced|forces|prevented|prevents))\s+(?!up\b)" + _X.format("effect") + r"(?=[.;:!?]|$)", re.I)
+# "A cold spring reduced the number of bees": the verb is the effect's direction, so it stays in the effect
+# ("reduced the number of bees"), which ends at the clause ("..., which led to ..." is the next link)
+_EN_CHANGE = re.compile(
+    r"^\s*(?P<cause>[^.;:!?,]{3,200}?)\s+(?P<cue>(?:reduced|reduces|raised|raises|lowered|lowers|boosted|boosts|"
+    r"slowed|slows|weakened|weakens|halved|doubled|cut|cuts))\s+(?P<effect>[^.;:!?,]{3,200})", re.I)
 _EN_BACKWARD = re.compile(
     _X.format("effect") + r",?\s+(?P<cue>because of|because|due to|owing to|as a result of|thanks to)\s+"
     + _X.format("cause") + r"(?=[.;:!?]|$)", re.I)
@@ -69,12 +74,30 @@ def extract(text: str) -> list[CausalLink]:
     return out
 
 
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences that join back into it ("".join(sentences(t)) == t): the space after a full
+    stop starts the next piece, so a replaced sentence keeps the layout around it."""
+    return [s for s in re.split(r"(?<=[.!?])(?=\s)|(?<=[。！？\n])", text or "") if s]
+
+
 def _matches(sent: str):
     for pattern in (_EN_LEADING, _EN_BACKWARD, _ZH_BECAUSE, _ZH_BACKWARD):
         if m := pattern.search(sent):
             yield m
             return
+    if m := _EN_CHANGE.search(sent):
+        yield _Change(m)
     for pattern in (_EN_FORWARD, _ZH_FORWARD):
         if m := pattern.search(sent):
             yield m
             return
+
+
+class _Change:
+    """A change-verb match whose effect keeps its verb ("reduced the number of bees")."""
+
+    def __init__(self, m: re.Match) -> None:
+        self.m = m
+
+    def group(self, name: str) -> str:
+        return f"{self.m.group('cue')} {self.m.group('effect')}" if name == "effect" else self.m.group(name)

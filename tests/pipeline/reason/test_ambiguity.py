@@ -91,6 +91,32 @@ def test_interactive_use_asks_once_and_the_reply_stays_in_the_same_round(tmp_pat
         assert len(rounds) == 1  # the clarification, the reply and the answer: one debug round
 
 
+def test_a_clarification_is_remembered_per_owner_and_reused(tmp_path):
+    asked = []
+
+    def reply(q):
+        asked.append(q)
+        return "the planet"
+
+    with _clinic(tmp_path, ("Mercury is a planet [1].",) * 6) as c:
+        first = c.consult("What is Mercury?", interactive=True, reply=reply, owner="user:ann")
+        assert first.payload["clarification"]["reused"] is False and len(asked) == 1
+        # the same two senses, other words: ann is not asked again, her reply is merged in
+        again = c.consult("Mercury?", interactive=True, reply=reply, owner="user:ann")
+        assert len(asked) == 1, asked
+        assert again.payload["clarification"] == {**again.payload["clarification"], "reused": True,
+                                                  "reply": "the planet"}
+        assert again.trace.question == "Mercury? the planet"
+        assert again.payload["clarification"]["debug_round_id"] == again.trace.debug_round_id
+        c.consult("What is Mercury?", interactive=True, reply=reply, owner="user:bob")  # another user: asked
+        assert len(asked) == 2
+        c.consult("What is Mercury?", interactive=True, reply=reply)  # nobody named: nothing remembered
+        assert len(asked) == 3
+    with _clinic(tmp_path, ("Mercury is a planet [1].",) * 2) as c:  # kept beside the knowledge base
+        c.consult("What is Mercury?", interactive=True, reply=reply, owner="user:ann")
+        assert len(asked) == 3
+
+
 def test_not_interactive_answers_per_sense(tmp_path):
     with _clinic(tmp_path, ("(1) Mercury is a planet [1]. (2) Mercury is an element [2].",)) as c:
         res = c.consult("What is Mercury?")

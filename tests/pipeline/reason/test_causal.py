@@ -105,3 +105,44 @@ def test_no_stated_link_is_said_rather_than_invented(tmp_path):
     with _clinic(tmp_path, True, {"other.md": OTHER}, "The railway carries freight [1].") as c:
         a = c.ask("Why does the northern railway carry freight?", doctor=False, cache=False)
     assert a.evidence_strength == "none" and "state no causal link" in a.text and not a.causal_chain
+
+
+def test_a_sentence_that_states_a_link_backwards_is_replaced_by_the_passage():
+    from ragclinic.pipeline.reason.causal import fix_direction
+
+    links = [{"cause": "路面结冰", "effect": "交通事故增加", "sentence": "路面结冰导致交通事故增加。", "chunk_id": "c2"},
+             {"cause": "Heavy rain", "effect": "the closure of the rail line", "chunk_id": "c1",
+              "sentence": "Heavy rain led to the closure of the rail line."}]
+    text, fixed = fix_direction("寒潮来袭[1]。交通事故导致路面结冰[2]。", links, {"c2": 2})
+    assert text == "寒潮来袭[1]。路面结冰导致交通事故增加[2]。" and fixed[0]["said"] == "交通事故导致路面结冰[2]。"
+    text, fixed = fix_direction("The line shut. The closure of the rail line caused heavy rain [1]. So it goes.",
+                                links, {"c1": 1})
+    assert text == "The line shut. Heavy rain led to the closure of the rail line [1]. So it goes." and len(fixed) == 1
+    pron = [{"cause": "Heavy rain flooded the valley", "effect": "the closure of the line", "chunk_id": "c1",
+             "sentence": "This led to the closure of the line."}]
+    assert fix_direction("The closure of the line led to heavy rain in the valley.", pron, {"c1": 1})[0] == \
+        "Heavy rain flooded the valley. This led to the closure of the line [1]."
+    same = "Heavy rain caused the closure of the rail line [1]."  # the stated direction: left as written
+    assert fix_direction(same, links, {"c1": 1}) == (same, [])
+    both = links + [{"cause": "交通事故增加", "effect": "路面结冰", "sentence": "x", "chunk_id": "c3"}]
+    assert fix_direction("交通事故导致路面结冰[2]。", both, {})[1] == []  # stated both ways: not ours to pick
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_backwards_answer_is_fixed_with_or_without_stored_links(tmp_path, causal):
+    with _clinic(tmp_path, causal, {"rail.md": RAIL, "other.md": OTHER},
+                 "The shortages of fuel in the northern towns led to the closure of the main rail line [1].") as c:
+        a = c.ask("Why was the main rail line closed?", doctor=False, cache=False)
+    first = a.text.split("\nChain:")[0]
+    assert "shortages of fuel in the northern towns led to" not in first, a.text
+    assert first.startswith("The closure caused shortages of fuel in the northern towns [1]."), a.text
+    assert any(f.startswith("causal_direction_fixed") for f in a.flags)
+
+
+def test_change_verbs_state_a_link_with_its_direction_in_the_effect():
+    links = extract("A cold spring reduced the number of bees in the orchards. Fewer bees led to poor pollination. "
+                    "The algae blooms lowered oxygen in the water, which led to fish deaths.")
+    assert [(lk.cause, lk.effect) for lk in links] == [
+        ("A cold spring", "reduced the number of bees in the orchards"), ("Fewer bees", "poor pollination"),
+        ("The algae blooms", "lowered oxygen in the water"),
+        ("The algae blooms lowered oxygen in the water", "fish deaths")]
