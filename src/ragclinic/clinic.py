@@ -148,11 +148,14 @@ class Clinic:
 
     # ------------------------------------------------------------------ documents
     def ingest(self, paths: Iterable[str | Path] | str | Path, tags: dict[str, str] | None = None,
-               sync: bool = False, *, strict: bool = False, reparse: bool = False, on_progress=None):
+               sync: bool = False, *, strict: bool = False, reparse: bool = False, on_progress=None,
+               ray: str | None = None, ray_workers: int = 0):
         """Add or update documents (files or folders; ``sync`` also removes what is gone from the folders)
         → ``IngestResult`` (``.added``, ``.updated``, ``.unchanged``, ``.removed``, ``.failed``, ``.chunks``).
         Holds the knowledge base's write lock meanwhile; ``strict`` stops at the first bad file and keeps
-        nothing (not even a knowledge base this call created)."""
+        nothing (not even a knowledge base this call created). ``ray``: parse, chunk and embed on the Ray cluster
+        at that address (``auto``: a local runtime; the ``ray`` extra), ``ray_workers`` workers (0: one per CPU);
+        the commit stays here and the result is the same knowledge base."""
         import shutil
 
         from ragclinic.ingest.runner import IngestAborted, ingest
@@ -165,8 +168,12 @@ class Clinic:
         kb = self._kb
         kb.lock()
         try:
-            return ingest(kb, [Path(p) for p in paths], sync=sync, strict=strict, tags=dict(tags or {}),
-                          reparse=reparse, on_progress=on_progress)
+            run = dict(sync=sync, strict=strict, tags=dict(tags or {}), reparse=reparse, on_progress=on_progress)
+            if ray:
+                from ragclinic.scale.ray_ingest import ingest_on_ray
+
+                return ingest_on_ray(kb, [Path(p) for p in paths], ray, ray_workers, **run)
+            return ingest(kb, [Path(p) for p in paths], **run)
         except IngestAborted:
             if new_folder:
                 self.close()

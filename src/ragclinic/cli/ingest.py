@@ -39,6 +39,11 @@ def ingest_cmd(
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS|auto", show_default=False,
+                                      help="Parse, chunk and embed on a Ray cluster (auto: a local runtime started for "
+                                           "this run); the commit stays here. Needs the ray extra: "
+                                           "pip install -e '.[ray]'. Worth it only for large corpora (docs/scale.md)."),
+    ray_workers: int = typer.Option(0, "--ray-workers", min=0, help="Ray workers (0: one per CPU of the cluster)."),
 ) -> None:
     """Parse, chunk, embed and index documents (PDF, DOCX, HTML, Markdown, text, JSONL, CSV/TSV, XLSX).
 
@@ -51,9 +56,9 @@ def ingest_cmd(
     clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False, **extra)
     try:
         if json_out:
-            result = clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse)
+            result = clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, ray=ray, ray_workers=ray_workers)
         else:
-            result = ingest_with_progress(clinic, paths, sync, strict, tags, reparse)
+            result = ingest_with_progress(clinic, paths, sync, strict, tags, reparse, ray=ray, ray_workers=ray_workers)
     except IngestAborted as e:  # --strict keeps nothing (Clinic.ingest removed a knowledge base it created)
         if json_out:
             print_json({**IngestResult().to_json(), "failed": [{"path": e.path, "reason": e.reason}]})
@@ -82,7 +87,7 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
 
 
 def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: bool,
-                         tags: dict[str, str] | None = None, reparse: bool = False) -> IngestResult:
+                         tags: dict[str, str] | None = None, reparse: bool = False, **ray) -> IngestResult:
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
@@ -94,7 +99,7 @@ def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: 
                        rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
-        return clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, on_progress=update)
+        return clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, on_progress=update, **ray)
 
 
 def print_summary(r: IngestResult) -> None:

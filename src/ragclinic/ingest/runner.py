@@ -135,56 +135,76 @@ class _Producer(threading.Thread):
                 try:
                     with in_layer("parse"), native("parser", f"parse and chunk {path}"):
                         self._one(path, chunker)
-                except ParseError as e:
-                    self.put(_Failure(str(path), e.reason))
-                except RagclinicError as e:
-                    self.put(_Failure(str(path), str(e)))
-                except Exception as e:  # a parser/chunker bug must not stop the other files
-                    self.put(_Failure(str(path), f"internal error: {type(e).__name__}: {e}"))
+                except Exception as e:
+                    self.put(failure_of(path, e))
         except BaseException as e:  # surfaced by the consumer
             self.error = e
         finally:
             self.put(_END)
 
     def _one(self, path: Path, chunker: Chunker) -> None:
+        read = self.read(path)
+        if read is not None:
+            for item in file_events(read[0], read[1], self.settings, chunker, self.known_docs):
+                self.put(item)
+
+    def read(self, path: Path):
+        """(source, tags) of a file to parse; None when it is unchanged (its _FileDone is already put)."""
         parser = parser_for(path)  # unsupported types fail before the file is read
         tags = {**self.tags, **read_sidecar(path)}  # the file's own sidecar is the more specific
         source = read_source(path, self.settings.max_file_size)
-        key = str(source.path)
-        known = self.known_files.get(key)
+        known = self.known_files.get(str(source.path))
         if known and known[0] == source.sha256 and not self.reparse:
-            self.put(_FileDone(key, source.sha256, source.size, source.mtime, None, known[1], tags))
-            return
+            self.put(_FileDone(str(source.path), source.sha256, source.size, source.mtime, None, known[1], tags))
+            return None
         if parser.name == "jsonl":  # one document per line: lets the progress bar show a real ETA
             self.put(_Expect(max(1, source.data.count(b"\n") + (not source.data.endswith(b"\n")))))
-        seen: set[str] = set()
-        partial = False
-        for item in parse_source(source, self.settings):
-            if isinstance(item, RecordError):
-                partial = True
-                self.put(_Failure(item.path, f"{item.location}: {item.reason}", whole_file=False))
-                continue
-            doc = item.document
-            seen.add(doc.doc_id)
-            if self.known_docs.get(doc.doc_id) == doc.sha256:
-                # Same text: no chunking, no embedding, no write. Stored metadata (mtime, structure from
-                # an older parser version) stays as it was; the text and chunks are what matter.
-                self.put(_Doc(item, (), None, is_new=False, tags=tags))
-                continue
-            chunks, report = chunker.chunk(doc)
-            self.put(_Doc(item, chunks, report, is_new=doc.doc_id not in self.known_docs, tags=tags))
-        self.put(_FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), tags, partial))
+        return source, tags
+
+
+def failure_of(path, e: Exception) -> _Failure:
+    """A file that could not be parsed, with the reason (a parser/chunker bug must not stop the other files)."""
+    if isinstance(e, ParseError):
+        return _Failure(str(path), e.reason)
+    if isinstance(e, RagclinicError):
+        return _Failure(str(path), str(e))
+    return _Failure(str(path), f"internal error: {type(e).__name__}: {e}")
+
+
+def file_events(source, tags: dict[str, str], settings, chunker: Chunker, known_docs: dict[str, str]):
+    """What one read file gives the writer: its documents (chunked unless their text is stored already), the
+    records that failed, then the _FileDone. Runs in the producer thread, or on a Ray worker (scale/)."""
+    key = str(source.path)
+    seen: set[str] = set()
+    partial = False
+    for item in parse_source(source, settings):
+        if isinstance(item, RecordError):
+            partial = True
+            yield _Failure(item.path, f"{item.location}: {item.reason}", whole_file=False)
+            continue
+        doc = item.document
+        seen.add(doc.doc_id)
+        if known_docs.get(doc.doc_id) == doc.sha256:
+            # Same text: no chunking, no embedding, no write. Stored metadata (mtime, structure from
+            # an older parser version) stays as it was; the text and chunks are what matter.
+            yield _Doc(item, (), None, is_new=False, tags=tags)
+            continue
+        chunks, report = chunker.chunk(doc)
+        yield _Doc(item, chunks, report, is_new=doc.doc_id not in known_docs, tags=tags)
+    yield _FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), tags, partial)
 
 
 # --------------------------------------------------------------------------- consumer
 class _Writer:
     """Batches documents, embeds them (cache first), commits documents and file records together."""
 
-    def __init__(self, kb: KnowledgeBase, result: IngestResult) -> None:
+    def __init__(self, kb: KnowledgeBase, result: IngestResult, embedder=None, batch_chunks: int = 0) -> None:
+        """``embedder``: instead of the knowledge base's (the Ray path's, which spreads batches over workers; it
+        must give the same vectors); ``batch_chunks``: chunks per commit."""
         self.kb, self.db, self.result = kb, kb.db, result
-        self.embedder = kb.embedder
+        self.embedder = kb.embedder if embedder is None else embedder
         self.cache = EmbeddingCache(kb.settings.cache_dir) if self.embedder is not None else None
-        self.batch_chunks = max(64, 4 * kb.settings.embed_batch_size)
+        self.batch_chunks = batch_chunks or max(64, 4 * kb.settings.embed_batch_size)
         # `ingest --causal` marks the knowledge base; every later ingest keeps extracting cause → effect links
         self.causal = kb.settings.causal_links or kb.db.meta("causal_links") == "1"
         if kb.settings.causal_links and kb.db.meta("causal_links") != "1":
@@ -258,13 +278,14 @@ class _Writer:
 
 def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, strict: bool = False,
            tags: dict[str, str] | None = None, reparse: bool = False,
-           on_progress: Callable[[Progress], None] | None = None) -> IngestResult:
+           on_progress: Callable[[Progress], None] | None = None, backend=None) -> IngestResult:
     """Ingest files and folders into ``kb`` (which must be locked by the caller or lockable here).
 
     ``tags`` (tenant, version, date, authority, any key) go to every document of this run; a file's
     ``FILE.meta.json`` sidecar adds to and overrides them for that file. ``reparse``: parse unchanged files
     again (after a parse setting such as ``keep_hyphens`` changed); documents whose text is the same are
-    still not re-chunked or re-embedded.
+    still not re-chunked or re-embedded. ``backend``: where parsing, chunking and embedding run
+    (scale/ray_ingest.py: on Ray workers); the commit is this function's either way.
     """
     t0 = time.perf_counter()
     result = IngestResult()
@@ -277,8 +298,12 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
             result.failed.append({"path": str(f.path), "reason": f.error})
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
-    producer = _Producer(kb, files, q, dict(tags or {}), reparse)
-    writer = _Writer(kb, result)
+    if backend is None:
+        producer = _Producer(kb, files, q, dict(tags or {}), reparse)
+        writer = _Writer(kb, result)
+    else:
+        producer = backend.producer(kb, files, q, dict(tags or {}), reparse)
+        writer = _Writer(kb, result, backend.embedder(kb), backend.batch_chunks(kb))
     status = "failed"
     try:
         if strict:

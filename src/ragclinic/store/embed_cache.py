@@ -79,8 +79,9 @@ def embed_with_cache(embedder, cache: EmbeddingCache | None, texts: Sequence[str
             todo[k] = t
     order = sorted(todo, key=lambda k: len(todo[k]))
     fresh: dict[bytes, np.ndarray] = {}
-    for i in range(0, len(order), batch_size):
-        batch = order[i:i + batch_size]
+    step = getattr(embedder, "texts_per_call", 0) or batch_size  # an embedder over workers takes more at once
+    for i in range(0, len(order), step):
+        batch = order[i:i + step]
         vecs = embedder.embed_passages([todo[k] for k in batch])
         fresh.update(zip(batch, vecs))
     if cache and fresh:
