@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -51,6 +52,11 @@ def eval_cmd(
                                help="doctor: the faults to inject (comma-separated; 'clean' is the control)."),
     rerank: bool = typer.Option(False, "--rerank", help="retrieval: also the hybrid top 20 reranked by the judge "
                                 "(the `judge` setting: the learned verifier by default)."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS|auto", show_default=False,
+                                      help="Share the items out among Ray workers (auto: a local runtime), each "
+                                           "with its own model; metrics as a local run's. Needs the ray extra: "
+                                           "pip install -e '.[ray]'. Not for detection."),
+    ray_workers: int = typer.Option(0, "--ray-workers", min=0, help="Ray workers (0: one per CPU of the cluster)."),
     json_out: bool = JsonOption,
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
@@ -66,16 +72,21 @@ def eval_cmd(
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
     data, chosen = _checked(task, dataset, no_doctor, ab, arms)
-    with progress_bar(json_out) as tick:
+    if ray and (task == "detection" or (task == "retrieval" and rerank)):
+        raise fail(f"--ray runs retrieval (without --rerank), rag and doctor; {task}{' --rerank' if rerank else ''} "
+                   "runs locally: drop --ray")
+    with progress_bar(json_out) as tick, _ray(ray, ray_workers, llm) as spread:
         if task == "retrieval":
-            result = _retrieval(data, kb, limit, llm, tick, rerank)
+            result = _retrieval(data, kb, limit, llm, tick, rerank, spread)
         elif task == "rag":
             mode = "arms" if chosen else "baseline" if no_doctor else "ab" if ab else "doctor"
-            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen)
+            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen, spread)
         elif task == "doctor":
-            result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick)
+            result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick, ray=spread)
         else:
             result = _detection(data, limit, llm, tick)
+    if ray:
+        result["ray"] = {"address": ray, "workers": spread.workers}
     result["dataset"], result["skipped_records"] = dataset, len(data.problems)
     items = result.pop("items", None)
     if out_dir:
@@ -84,6 +95,19 @@ def eval_cmd(
         print_json(result)
         return
     _table(result)
+
+
+@contextmanager
+def _ray(address: Optional[str], workers: int, llm: Optional[str]):
+    """A RayEval over the cluster at ``address`` for the block (None: the local path)."""
+    if not address:
+        yield None
+        return
+    from ragclinic.scale.ray_eval import RayEval
+    from ragclinic.scale.runtime import connected
+
+    with connected(address, workers if address == "auto" else 0):
+        yield RayEval(workers, Settings.load(None, llm=llm).llm)
 
 
 def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str]):
@@ -114,7 +138,7 @@ def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
                                              encoding="utf-8")
 
 
-def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False):
+def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False, ray=None):
     from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
     from ragclinic.store.kb import KnowledgeBase
 
@@ -127,7 +151,7 @@ def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False):
     base = KnowledgeBase.open(settings, create=True)
     try:
         judge = _judge(settings) if rerank else None
-        return run_retrieval(data, base, corpus, limit=limit, progress=tick, rerank=rerank, judge=judge)
+        return run_retrieval(data, base, corpus, limit=limit, progress=tick, rerank=rerank, judge=judge, ray=ray)
     finally:
         base.close()
 
@@ -173,7 +197,7 @@ def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[st
     return tuple(dict.fromkeys("baseline" if a == "plain" else a for a in names))
 
 
-def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = ()):
+def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = (), ray=None):
     """rag (mode baseline | doctor | ab | arms; ``noise`` = the settings) and doctor (mode faults; ``noise`` =
     the faults): the same runner, checkpoint and report."""
     from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics
@@ -193,7 +217,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     from ragclinic.clinic import Clinic
 
     settings = Settings.load(None, llm=llm)
-    lm = Clinic(settings, on_warning=_warn).lm  # one model for every case (each case has its own clinic)
+    # one model for every case (each case has its own clinic); with --ray, one per worker instead
+    lm = Clinic(settings, on_warning=_warn).lm if ray is None else None
     checkpoint = None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -208,7 +233,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         shared = KnowledgeBase.open(Settings.load(kb_dir, llm=settings.llm))
     try:
         rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
-                       shared_kb=shared, progress=tick, arms=arms)
+                       shared_kb=shared, progress=tick, arms=arms, ray=ray)
     finally:
         if shared is not None:
             shared.close()

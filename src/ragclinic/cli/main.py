@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragclinic.errors import RagclinicError
 
@@ -22,7 +23,7 @@ EXIT_ERROR = 2  # bad usage, bad settings, unusable knowledge base
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # "[ray]" in a message is text
     return typer.Exit(code)
 
 

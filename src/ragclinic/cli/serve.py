@@ -33,6 +33,13 @@ def serve_cmd(
     otlp_endpoint: Optional[str] = typer.Option(None, "--otlp-endpoint", show_default=False,
                                                 help="Export OpenTelemetry spans (OpenInference conventions) over "
                                                      "OTLP/HTTP here (default: $OTEL_EXPORTER_OTLP_ENDPOINT; none: off)."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS|auto", show_default=False,
+                                      help="Serve as a Ray Serve application (auto: a local runtime): --replicas "
+                                           "copies of the server over the one knowledge base, ingest through one "
+                                           "writer. The folder must be on storage every node sees (docs/scale.md). "
+                                           "Needs the ray extra: pip install -e '.[ray]'."),
+    replicas: int = typer.Option(2, "--replicas", min=1, help="With --ray: server replicas (each loads the model)."),
+    replica_cpus: float = typer.Option(1.0, "--replica-cpus", min=0.0, help="With --ray: CPUs reserved per replica."),
 ) -> None:
     """Serve the knowledge base over HTTP: /v1/ask (JSON or server-sent events), /v1/chat/completions
     (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
@@ -50,12 +57,30 @@ def serve_cmd(
     if not _loopback(host) and not keys.required:
         raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
     settings = Settings.load(kb, llm=llm)
+    if ray:
+        return _serve_on_ray(ray, settings, api_key, replicas, replica_cpus, host, port,
+                             {"readers": readers, "max_upload_mb": max_upload_mb, "evals": evals,
+                              "otlp_endpoint": otlp_endpoint})
     application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb, evals=evals,
                              otlp_endpoint=otlp_endpoint,
                              on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
     err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ "
               f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'})")
     uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model)
+
+
+def _serve_on_ray(address: str, settings, keys: list[str], replicas: int, cpus: float, host: str, port: int,
+                  options: dict) -> None:
+    from ragclinic.scale import ray_serve
+    from ragclinic.scale.runtime import connected
+
+    if not (settings.kb / "kb.sqlite3").exists():
+        raise fail(f"{settings.kb}: no knowledge base there; run `ragclinic ingest PATH --kb {settings.kb}` first")
+    with connected(address):
+        err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ through Ray Serve "
+                  f"({replicas} replica{'s' if replicas > 1 else ''} and one writer; Ctrl-C to stop)")
+        ray_serve.start(settings, keys, replicas=replicas, host=host, port=port, cpus=cpus, options=options,
+                        blocking=True)
 
 
 def _loopback(host: str) -> bool:

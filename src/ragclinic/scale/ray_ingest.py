@@ -26,7 +26,7 @@ import numpy as np
 
 from ragclinic.ingest.runner import _END, _Producer, failure_of, file_events
 from ragclinic.native import in_layer
-from ragclinic.scale.runtime import require_ray
+from ragclinic.scale.runtime import require_ray, worker_env
 
 RETRIES = 3  # restarts of a dead worker, and retries of the call it was running
 IN_FLIGHT = 2  # files being parsed per worker (one running, one queued)
@@ -72,7 +72,7 @@ class RayBackend:
         self.ray = ray = require_ray()
         n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         cls = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Worker)
-        self.actors = [cls.remote(settings) for _ in range(n)]
+        self.actors = [cls.options(runtime_env=worker_env()).remote(settings) for _ in range(n)]
         self.model_id, self.dim, _ = ray.get(self.actors[0].info.remote())
         self.settings = settings
 

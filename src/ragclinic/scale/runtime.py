@@ -32,13 +32,13 @@ def connected(address: str, cpus: int = 0) -> Iterator:
     if ray.is_initialized():
         yield ray
         return
-    env = {**WORKER_ENV, **{k: v for k, v in os.environ.items() if k.startswith("RAGCLINIC_")}}
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # offline: no usage report is ever sent
     try:
         if address == "auto":
-            ray.init(num_cpus=cpus or None, include_dashboard=False, log_to_driver=False,
-                     _node_ip_address="127.0.0.1", runtime_env={"env_vars": env})
+            ray.init(num_cpus=cpus or None, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+                     _node_ip_address="127.0.0.1", runtime_env=worker_env())
         else:
-            ray.init(address=address, log_to_driver=False, runtime_env={"env_vars": env})
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR", runtime_env=worker_env())
     except ConnectionError as e:
         raise ConfigError(f"--ray {address}: no Ray cluster answers there ({e}); start one with `ray start "
                           "--head` or use --ray auto for a local runtime") from None
@@ -48,5 +48,7 @@ def connected(address: str, cpus: int = 0) -> Iterator:
         ray.shutdown()
 
 
-def cluster_cpus(ray) -> int:
-    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+def worker_env() -> dict:
+    """The runtime_env a worker or replica starts with: the driver's RAGCLINIC_* settings as they are now (a
+    worker must answer as the driver would) and WORKER_ENV."""
+    return {"env_vars": {**WORKER_ENV, **{k: v for k, v in os.environ.items() if k.startswith("RAGCLINIC_")}}}

@@ -173,6 +173,8 @@ def _uploads(rc) -> Path:
 
 def _ingest(rc, folder: Path, pairs: dict):
     """Each upload keeps its own folder under KB/uploads (its documents' source paths point into it)."""
+    if rc.ingest_via is not None:  # a replica of several (scale/ray_serve.py): the one writer ingests
+        return rc.ingest_via(folder, pairs)
     with rc.pool.writing() as clinic:
         return clinic.ingest([folder], pairs)
 

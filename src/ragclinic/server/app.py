@@ -29,11 +29,13 @@ class ServerState:
     max_upload_bytes: int
     evals: Path | None = None  # the folder of `eval --out` reports the UI shows
     tracer: object = None  # OpenTelemetry tracer (telemetry.py), None when no exporter is configured
+    # ingest elsewhere: (folder, tags) → IngestResult; Ray Serve replicas send every write to one writer
+    ingest_via: object = None
 
 
 def create_app(settings: Settings, keys: Keys | None = None, *, model=None, readers: int = 2,
                max_upload_mb: float = 100, on_warning=None, evals: Path | None = None, tracer=None,
-               otlp_endpoint: str | None = None) -> FastAPI:
+               otlp_endpoint: str | None = None, ingest_via=None) -> FastAPI:
     """The server over ``settings.kb``. ``model``: a LanguageModel to share instead of loading ``llm``.
     ``tracer``: an OpenTelemetry tracer; else one exporting to ``otlp_endpoint`` / OTEL_EXPORTER_OTLP_*, if set."""
     from ragclinic.server.telemetry import make_tracer, otlp_endpoint as _endpoint
@@ -51,7 +53,8 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
                   description="Answers with paragraph citations, a doctor that repairs them, and a debugger that "
                               "names the layer that broke.")
     app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024),
-                               Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)))
+                               Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)),
+                               ingest_via)
     errors.install(app)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)
 

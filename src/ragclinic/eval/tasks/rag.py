@@ -198,9 +198,10 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
 
 def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
             shared_kb=None, progress: Callable[[int, int], None] | None = None,
-            arms: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+            arms: tuple[str, ...] = (), ray=None) -> list[dict[str, Any]]:
     """Every case's row (rows already in ``checkpoint`` are read back, not re-run). With a checkpoint, each
-    case's knowledge base is kept in ``kbs/`` beside it."""
+    case's knowledge base is kept in ``kbs/`` beside it. ``ray``: a scale.ray_eval.RayEval — the cases run on
+    its workers (each with its own model), rows are checkpointed here as they arrive."""
     done: dict[str, dict] = {}
     if checkpoint is not None and checkpoint.exists():
         for line in checkpoint.read_text(encoding="utf-8").splitlines():
@@ -209,19 +210,24 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
             except json.JSONDecodeError:
                 continue  # a line cut by a kill: that case runs again
             done[row["key"]] = row
-    rows = []
-    for i, case in enumerate(cases_, start=1):
-        row = done.get(case.key)
-        if row is None:
-            kb_root = checkpoint.parent / "kbs" if checkpoint is not None else None
-            row = run_case(case, lm, base_settings, doctor, shared_kb, kb_root, arms)
-            if checkpoint is not None:
-                with open(checkpoint, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        rows.append(row)
+    todo = [c for c in cases_ if c.key not in done]
+    kb_root = checkpoint.parent / "kbs" if checkpoint is not None else None
+    if ray is not None:
+        fresh = ray.cases(todo, base_settings, doctor, shared_kb, kb_root, arms)
+    else:
+        fresh = (run_case(c, lm, base_settings, doctor, shared_kb, kb_root, arms) for c in todo)
+    n = len(cases_) - len(todo)
+    if progress and n:
+        progress(n, len(cases_))
+    for row in fresh:
+        done[row["key"]] = row
+        if checkpoint is not None:
+            with open(checkpoint, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        n += 1
         if progress:
-            progress(i, len(cases_))
-    return rows
+            progress(n, len(cases_))
+    return [done[c.key] for c in cases_]
 
 
 def arm_ok(row: dict[str, Any], arm: dict[str, Any]) -> bool:

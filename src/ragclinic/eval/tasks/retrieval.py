@@ -24,46 +24,63 @@ RETRIEVERS = ("lexical", "dense", "hybrid")
 
 def run_retrieval(data: Loaded, kb, corpus_path: Path, *, limit: int = 0, depth: int = 100,
                   retrievers: tuple[str, ...] = RETRIEVERS, rerank: bool = False, judge=None,
-                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[int, int], None] | None = None, ray=None) -> dict[str, Any]:
+    """``ray``: a scale.ray_eval.RayEval — the corpus is ingested on its workers and the queries are shared out
+    among them (the metrics are the same: retrieval is deterministic)."""
     import ir_measures
     from ir_measures import Qrel, ScoredDoc
 
     from ragclinic.ingest.runner import ingest
-    from ragclinic.pipeline.retrieve import create_retriever
-    from ragclinic.pipeline.retrieve.rerank import rerank as judge_rerank
 
     kb.lock()
     try:
-        ingest(kb, [corpus_path])
+        ingest(kb, [corpus_path], backend=ray.ingest_backend(kb) if ray is not None else None)
     finally:
         kb.unlock()
-    keys = dict(kb.db.conn.execute("SELECT doc_id, record_key FROM documents"))
     qids = sorted(data.data.queries)[:limit] if limit else sorted(data.data.queries)
     qrels = [Qrel(q, d, r) for q in qids for d, r in data.data.qrels[q].items()]
     measures = [ir_measures.parse_measure(m) for m in MEASURES]
     names = [r for r in retrievers if r != "dense" or kb.embedder is not None]
     if rerank and judge is not None:
         names.append("hybrid+rerank")
+    queries = {q: data.data.queries[q] for q in qids}
+    ranked = (ray.rank(kb.settings, names, queries, depth) if ray is not None else
+              rank_queries(kb, names, queries, depth, judge, progress))
     out: dict[str, Any] = {}
-    total, done = len(names) * len(qids), 0
+    for name in names:
+        best, seconds = ranked[name]
+        run = [ScoredDoc(q, d, s) for q in qids for d, s in best[q].items()]
+        scores = ir_measures.calc_aggregate(measures, qrels, run)
+        out[name] = {m: round(float(scores[p]), 4) for m, p in zip(MEASURES, measures)}
+        out[name]["ms_per_query"] = round(1000 * seconds / max(1, len(qids)), 2)
+    return {"task": "retrieval", "n": len(qids), "metrics": out}
+
+
+def rank_queries(kb, names: list[str], queries: dict[str, str], depth: int, judge=None,
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, tuple[dict, float]]:
+    """Per retriever: ({query id: {document key: score}}, seconds). A document's score is its best chunk's rank
+    from the end; its key is its record key (the BEIR ``_id``)."""
+    from ragclinic.pipeline.retrieve import create_retriever
+    from ragclinic.pipeline.retrieve.rerank import rerank as judge_rerank
+
+    keys = dict(kb.db.conn.execute("SELECT doc_id, record_key FROM documents"))
+    total, done, out = len(names) * len(queries), 0, {}
     for name in names:
         retriever = create_retriever(kb, name.split("+")[0])
-        run, t0 = [], time.perf_counter()
-        for q in qids:
-            hits = retriever.retrieve(data.data.queries[q], depth)
+        best_of, t0 = {}, time.perf_counter()
+        for q, text in queries.items():
+            hits = retriever.retrieve(text, depth)
             if name.endswith("+rerank"):
-                hits = judge_rerank(judge, data.data.queries[q], hits, 20)
+                hits = judge_rerank(judge, text, hits, 20)
             best: dict[str, float] = {}
             for rank, h in enumerate(hits):
                 best.setdefault(keys.get(h.chunk.doc_id, h.chunk.doc_id), float(len(hits) - rank))
-            run += [ScoredDoc(q, d, s) for d, s in best.items()]
+            best_of[q] = best
             done += 1
             if progress:
                 progress(done, total)
-        scores = ir_measures.calc_aggregate(measures, qrels, run)
-        out[name] = {m: round(float(scores[p]), 4) for m, p in zip(MEASURES, measures)}
-        out[name]["ms_per_query"] = round(1000 * (time.perf_counter() - t0) / max(1, len(qids)), 2)
-    return {"task": "retrieval", "n": len(qids), "metrics": out}
+        out[name] = (best_of, time.perf_counter() - t0)
+    return out
 
 
 def qa_as_retrieval(data: Loaded, folder: Path) -> tuple[Loaded, Path]:
