@@ -167,8 +167,8 @@ def test_one_request_through_ray_serve(head, tmp_path):
         c.ingest([docs])
     port = _free_port()
     try:
-        ray_serve.start(Settings.load(tmp_path / "kb", **settings), ["key-123456"], replicas=1, host="127.0.0.1",
-                        port=port, cpus=0.5)
+        ray_serve.start(Settings.load(tmp_path / "kb", **settings), ["key-123456"], replicas=2, host="127.0.0.1",
+                        port=port, cpus=0.25)
         url, auth = f"http://127.0.0.1:{port}", {"Authorization": "Bearer key-123456"}
         deadline = time.monotonic() + 60
         while True:
