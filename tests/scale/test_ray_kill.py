@@ -20,11 +20,9 @@ RAGCLINIC = [str(Path(sys.executable).parent / "ragclinic")]  # the installed en
 
 def _corpus(root: Path) -> None:
     root.mkdir()
-    for i in range(40):
-        paras = "\n\n".join(f"Paragraph {j} of report {i} covers bond {i * 7 + j}, its coupon of {j} percent and "
-                            f"the yield curve in quarter {j % 4 + 1}. A second sentence adds detail {i}-{j}."
-                            for j in range(6))
-        (root / f"report{i:02d}.md").write_text(f"# Report {i}\n\n{paras}\n", encoding="utf-8")
+    for i in range(300):  # one chunk each, several commits (a Ray commit holds 4 × workers × embed batch chunks)
+        (root / f"note{i:03d}.md").write_text(f"# Note {i}\n\nBond {i * 7} pays a coupon of {i % 9} percent "
+                                              f"in quarter {i % 4 + 1}.\n", encoding="utf-8")
 
 
 def _committed(kb: Path) -> int:
