@@ -50,6 +50,24 @@ def _snapshot(kb: Path) -> tuple:
         return chunks, {by_rowid[int(i)]: v for i, v in zip(ids, vecs)}, len(c.kb.lexical())
 
 
+def _kill_all(p: subprocess.Popen) -> None:
+    """SIGKILL to the process's whole group (`ragclinic` is a supervisor over the real CLI, which started Ray), and
+    wait until every process of it is gone: only then is the knowledge base's lock free."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(p.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError("processes of the killed ingest are still running after 30 s")
+
+
 @pytest.mark.slow
 def test_kill_9_of_a_ray_driver_then_a_rerun_completes_it(tmp_path):
     corpus = tmp_path / "corpus"
@@ -65,25 +83,15 @@ def test_kill_9_of_a_ray_driver_then_a_rerun_completes_it(tmp_path):
     deadline = time.monotonic() + 300
     while p.poll() is None and _committed(kb) < 1 and time.monotonic() < deadline:
         time.sleep(0.05)
-    try:
-        assert p.poll() is None, "the ingest ended before the kill: the test did not test anything"
-        os.kill(p.pid, signal.SIGKILL)  # the driver only, between two commits
-        p.wait(timeout=30)
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # then the Ray runtime it had started
-        except ProcessLookupError:
-            pass
+    assert p.poll() is None, "the ingest ended before the kill: the test did not test anything"
+    _kill_all(p)  # the command (its supervisor, the driver) and the Ray runtime it started, between two commits
     got = _snapshot(kb)  # opens, integrity ok, the lexical index caught up with what was committed
     assert 0 < len(got[0]) < len(want[0]) and set(got[0]) <= set(want[0]) and got[2] == len(got[0])
     again = _ingest(kb, corpus, env, "--ray", "auto", "--ray-workers", "2")
     try:
         out, err = again.communicate(timeout=600)
     finally:
-        try:
-            os.killpg(again.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_all(again)  # whatever of its Ray runtime is still shutting down
     assert again.returncode == 0, err.decode()[-2000:]
     assert json.loads(out)["failed"] == []
     got = _snapshot(kb)
