@@ -136,12 +136,14 @@ async def ask_stream(request: Request):
                 j.emit("status", f"the gate: {st.decision.route} (evidence {st.decision.evidence_score:.2f})…")
 
         doctor, said = params.get("doctor") == "1", params.get("reply", "").strip()
+        round_id = params.get("round", "")  # the reply form's: a round id this server made, else a new round
+        round_id = round_id if re.fullmatch(r"\d{8}-[0-9a-f]{10}", round_id) else ""
         with rc.pool.reader() as clinic:  # with the doctor, an ambiguous question is asked back (one reply form)
             seen = clinic.consult(question, scope, doctor,
                                   on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
                                   enforced=caller.enforced, interactive=doctor,
                                   reply=(lambda _asked: said) if said else None,
-                                  owner=ui_parts.owner_of(caller), debug_round_id=params.get("round", ""))
+                                  owner=ui_parts.owner_of(caller), debug_round_id=round_id)
         rc.metrics.observe_answer(seen.payload, seen.trace)
         telemetry.emit(rc.tracer, seen.trace, seen.payload)
         html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html, params))
