@@ -71,10 +71,7 @@ def eval_cmd(
     items.jsonl (the checkpoint a killed run resumes from), report.md/.html with plots, and each item's
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
-    data, chosen = _checked(task, dataset, no_doctor, ab, arms)
-    if ray and (task == "detection" or (task == "retrieval" and rerank)):
-        raise fail(f"--ray runs retrieval (without --rerank), rag and doctor; {task}{' --rerank' if rerank else ''} "
-                   "runs locally: drop --ray")
+    data, chosen = _checked(task, dataset, no_doctor, ab, arms, bool(ray), rerank)
     with progress_bar(json_out) as tick, _ray(ray, ray_workers, llm) as spread:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick, rerank, spread)
@@ -110,12 +107,16 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
         yield RayEval(workers, Settings.load(None, llm=llm).llm)
 
 
-def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str]):
+def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str], ray: bool = False,
+             rerank: bool = False):
     """The loaded dataset and the --arms (as row keys) after every usage check; the skipped records listed."""
     from ragclinic.eval.datasets import load
 
     if task not in TASKS:
         raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    if ray and (task == "detection" or (task == "retrieval" and rerank)):
+        raise fail(f"--ray runs retrieval (without --rerank), rag and doctor; {task}{' --rerank' if rerank else ''} "
+                   "runs locally: drop --ray")
     data = load(dataset)
     if data.kind not in KINDS[task]:
         raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")

@@ -74,8 +74,9 @@ def _serve_on_ray(address: str, settings, keys: list[str], replicas: int, cpus: 
     from ragclinic.scale import ray_serve
     from ragclinic.scale.runtime import connected
 
-    if not (settings.kb / "kb.sqlite3").exists():
-        raise fail(f"{settings.kb}: no knowledge base there; run `ragclinic ingest PATH --kb {settings.kb}` first")
+    from ragclinic.store.kb import KnowledgeBase
+
+    KnowledgeBase.open(settings, sync_indexes=False).close()  # no knowledge base: its own "run ingest first" error
     with connected(address):
         err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ through Ray Serve "
                   f"({replicas} replica{'s' if replicas > 1 else ''} and one writer; Ctrl-C to stop)")

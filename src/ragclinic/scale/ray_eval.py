@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ragclinic.scale.runtime import require_ray, worker_env
+from ragclinic.scale.runtime import cluster_cpus, require_ray, worker_env
 
 RETRIES = 2
 
@@ -58,8 +58,7 @@ class RayEval:
 
     def __init__(self, workers: int = 0, llm: str = "none") -> None:
         self.ray = ray = require_ray()
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.workers = workers or cpus
+        self.workers = workers or cluster_cpus(ray)
         self.llm = llm
 
     def ingest_backend(self, kb):

@@ -26,7 +26,7 @@ import numpy as np
 
 from ragclinic.ingest.runner import _END, _Producer, failure_of, file_events
 from ragclinic.native import in_layer
-from ragclinic.scale.runtime import require_ray, worker_env
+from ragclinic.scale.runtime import cluster_cpus, require_ray, worker_env
 
 RETRIES = 3  # restarts of a dead worker, and retries of the call it was running
 IN_FLIGHT = 2  # files being parsed per worker (one running, one queued)
@@ -44,9 +44,9 @@ class _Worker:
         self.chunker = Chunker(settings, TOKEN_COUNTERS.create("e5"))
         self.embedder = create_embedder(settings.embedder)
 
-    def info(self) -> tuple[str, int, int]:
+    def info(self) -> tuple[str, int]:
         e = self.embedder
-        return (e.model_id if e else "", e.dim if e else 0, os.getpid())
+        return (e.model_id if e else "", e.dim if e else 0)
 
     def parse(self, source, tags: dict[str, str], known_docs: dict[str, str]) -> list:
         try:
@@ -70,10 +70,10 @@ class RayBackend:
 
     def __init__(self, settings, workers: int = 0) -> None:
         self.ray = ray = require_ray()
-        n = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n = workers or cluster_cpus(ray)
         cls = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Worker)
         self.actors = [cls.options(runtime_env=worker_env()).remote(settings) for _ in range(n)]
-        self.model_id, self.dim, _ = ray.get(self.actors[0].info.remote())
+        self.model_id, self.dim = ray.get(self.actors[0].info.remote())
         self.settings = settings
 
     @property

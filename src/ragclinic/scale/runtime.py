@@ -48,6 +48,11 @@ def connected(address: str, cpus: int = 0) -> Iterator:
         ray.shutdown()
 
 
+def cluster_cpus(ray) -> int:
+    """The CPUs of the cluster Ray is connected to: the default number of workers."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
 def worker_env() -> dict:
     """The runtime_env a worker or replica starts with: the driver's RAGCLINIC_* settings as they are now (a
     worker must answer as the driver would) and WORKER_ENV."""
