@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     authority_boost: float = Field(0.1, ge=0, le=1,
                                    description="Score × (1 + boost × level / max level) for authoritative sources.")
     conflict_top_n: int = Field(5, ge=2, le=50, description="Top passages checked for conflicting values.")
+    strip_instructions: bool = Field(True, description="Cut sentences that address the model (planted "
+                                                       "instructions) out of passages before the gate and the "
+                                                       "generator see them; the rest of the passage is kept.")
     context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator.")
 
     # --- language model, judge, gate, generate

@@ -1,5 +1,6 @@
 """The doctor end to end on small knowledge bases (extractive answers, llm "none"): an injected instruction
-is quarantined, a compound question is decomposed, and the CLI shows what the doctor did."""
+is cut out of its passage and the facts beside it are used (or, with ``strip_instructions`` off, the passage
+is quarantined), a compound question is decomposed, and the CLI shows what the doctor did."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def _injected_chunks(trace) -> set[str]:
 
 
 def _check_quarantine(kb, q):
-    result = Doctor(Pipeline(kb)).ask(q)
+    result = Doctor(Pipeline(kb, settings=kb.settings.model_copy(update={"strip_instructions": False}))).ask(q)
     root = load_trace(kb.db, result.trace.id)
     bad = _injected_chunks(root)
     assert len(bad) == 1, "the question must retrieve the injected passage"
@@ -107,6 +108,40 @@ def _check_quarantine(kb, q):
     return result
 
 
+def _check_stripped(kb, q, payload_words):
+    """Default: the instruction is cut out, the fact beside it is kept and cited, the symptom names the document
+    and the place, and nothing of the payload reaches the answer or the note."""
+    result = Doctor(Pipeline(kb)).ask(q)
+    root = load_trace(kb.db, result.trace.id)
+    scope = root.span("scope").outputs
+    removed = [e for e in scope["excluded"] if e["rule"] == "instruction_removed"]
+    assert len(removed) == 1 and "paragraph 2" in removed[0]["reason"]
+    assert not _injected_chunks(root), "the passage in the context no longer holds the instruction"
+    kept = next(p for p in scope["passages"] if p["hit"]["chunk"]["id"] == removed[0]["chunk_id"])
+    assert all(w not in kept["hit"]["chunk"]["text"] for w in payload_words)
+    inj = next(s for s in result.symptoms if s["name"] == "injected_instruction")
+    assert inj["score"] >= 0.5 and inj["layer"] == "scope"
+    assert all(w not in inj["evidence"] for w in payload_words)
+    assert not [r for r in result.repairs if r["treatment"] == "quarantine"]
+    a = result.answer
+    assert a.route == "answer" and any(c.chunk_id == removed[0]["chunk_id"] for c in a.citations)
+    assert all(w not in a.text for w in payload_words)
+    assert any(f.startswith("instruction_removed: ") for f in a.flags)
+    return result
+
+
+def test_injected_instruction_is_cut_and_the_fact_kept(injected_kb):
+    result = _check_stripped(injected_kb, Q_EN, ("42 percent", "Ignore", "previous instructions"))
+    assert "each quarter" in result.answer.text
+    assert "Note: instructions addressed to the assistant were found in Rates, paragraph 2" in result.answer.text
+
+
+def test_injected_instruction_is_cut_and_the_fact_kept_chinese(injected_kb_zh):
+    result = _check_stripped(injected_kb_zh, Q_ZH, ("四十二", "忽略以上"))
+    assert "每个季度" in result.answer.text
+    assert "注意：《利率》第2段中含有针对助手的指令" in result.answer.text
+
+
 def test_injected_instruction_is_quarantined(injected_kb):
     _check_quarantine(injected_kb, Q_EN)
 
@@ -117,7 +152,8 @@ def test_injected_instruction_is_quarantined_chinese(injected_kb_zh):
 
 
 def test_quarantine_note_names_the_document(injected_kb):
-    result = Doctor(Pipeline(injected_kb)).ask(Q_EN)
+    settings = injected_kb.settings.model_copy(update={"strip_instructions": False})
+    result = Doctor(Pipeline(injected_kb, settings=settings)).ask(Q_EN)
     assert "Rates" in result.answer.text or "rates.md" in result.answer.text
 
 
@@ -187,7 +223,8 @@ def test_cli_ask_json_has_the_doctor_fields(kb_dir):
     assert ANSWER_KEYS <= set(a)
     assert {"symptoms", "repairs", "initial_answer"} <= set(a)
     assert "injected_instruction" in {s["name"] for s in a["symptoms"]}
-    assert any(r["treatment"] == "quarantine" and r["accepted"] for r in a["repairs"])
+    assert not any(r["treatment"] == "quarantine" for r in a["repairs"])  # the scope layer cut it out already
+    assert any(f.startswith("instruction_removed: ") for f in a["flags"])
     assert ANSWER_KEYS - {"trace_id"} <= set(a["initial_answer"])
     assert a["initial_answer"]["answer"] != a["answer"]
     assert a["trace_id"]
@@ -208,7 +245,8 @@ def load_trace_via_cli(kb_dir, trace_id):
     return json.loads(r.stdout)
 
 
-def test_cli_trace_show_prints_the_repairs(kb_dir):
+def test_cli_trace_show_prints_the_repairs(kb_dir, monkeypatch):
+    monkeypatch.setenv("RAGCLINIC_STRIP_INSTRUCTIONS", "false")  # the doctor's quarantine, not the scope's cut
     a = _ask(kb_dir, Q_EN)
     assert a["repairs"]
     r = runner.invoke(app, ["trace", "show", a["trace_id"], "--kb", kb_dir], env=WIDE)

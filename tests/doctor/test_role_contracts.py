@@ -33,9 +33,11 @@ def runs(tmp_path_factory):
     pipe = Pipeline(kb)
     doctor = Doctor(pipe)
     out = []
+    unstripped = Pipeline(kb, settings=kb.settings.model_copy(update={"strip_instructions": False}))
     for q in QUESTIONS:
-        state, trace = pipe.ask(q)
-        out.append((pipe, trace, doctor._exam(state, trace, None, Budget(3, 10, 60.0), "rules")))
+        for p in (pipe, unstripped) if "central bank" in q else (pipe,):
+            state, trace = p.ask(q)
+            out.append((p, trace, doctor._exam(state, trace, None, Budget(3, 10, 60.0), "rules")))
     yield out
     kb.close()
 

@@ -61,11 +61,15 @@ def test_present_symptoms_subtract_and_absent_ones_do_not():
 def test_injected_instruction_penalises_heavily():
     base = verified_confidence(SUPPORTED, 0.9, [], T)
     ordinary = verified_confidence(SUPPORTED, 0.9, [sym("noisy_context", 1.0)], T)
-    injected = verified_confidence(SUPPORTED, 0.9, [sym("injected_instruction", 1.0)], T)
+    still_there = Symptom("injected_instruction", 1.0, "scope", "test", data={"chunks": ["c1"]})
+    injected = verified_confidence(SUPPORTED, 0.9, [still_there], T)
     assert base - injected >= 0.5
     assert base - injected >= 3 * (base - ordinary)
     # a steered answer is worth no more than an honest refusal
     assert injected <= verified_confidence(REFUSAL, 0.1, [], T) + 1e-9
+    # one the scope layer already cut out of the context weighs like any other symptom
+    cut_out = Symptom("injected_instruction", 1.0, "scope", "test", data={"chunks": [], "removed": ["c1"]})
+    assert verified_confidence(SUPPORTED, 0.9, [cut_out], T) == ordinary
 
 
 def test_judge_better_rejects_a_worse_candidate():

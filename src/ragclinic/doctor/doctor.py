@@ -25,6 +25,7 @@ from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.text.lang import language_of
 from ragclinic.pipeline.runner import Pipeline
+from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
@@ -183,15 +184,19 @@ class Doctor:
         a, s, q = current.answer, self.settings, current.state.request.question
         sep = "" if language_of(q) == "zh" else " "
         flags, text = list(a.flags), a.text
-        quarantined = [e for e in current.state.excluded if e.rule == "quarantine"]
+        quarantined = [e for e in current.state.excluded if e.rule in ("quarantine", "instruction")]
         if quarantined and a.route != "clarify":
             docs = self.pipe.kb.db.doc_infos([e.doc_id for e in quarantined])
             titles = ", ".join(dict.fromkeys(_doc_name(docs.get(e.doc_id), e.doc_id) for e in quarantined))
             text += sep + render("quarantined", q, k=str(len(quarantined)), titles=titles)
             flags.append(f"quarantined: {len(quarantined)} passage(s) with instructions to the assistant")
-        injected = [x for x in present(current.symptoms, s.doctor_threshold) if x.name == "injected_instruction"]
+        removed = removal_places([e for e in current.state.excluded if e.rule == "instruction_removed"], language_of(q))
+        if removed and a.route != "clarify":  # named by place, never quoted: quoting would deliver the payload
+            text += sep + render("instructions_removed", q, places=("; " if sep else "、").join(removed))
+        injected = [x for x in present(current.symptoms, s.doctor_threshold)
+                    if x.name == "injected_instruction" and x.data.get("chunks")]
         if injected and a.route == "answer":  # no repair beat it: the user must know what the answer rests on
-            text += sep + render("injected", q, evidence=injected[0].evidence)
+            text += sep + render("injected", q, titles=", ".join(injected[0].data.get("titles", ())))
             flags.append(f"injected_instruction: {injected[0].evidence[:80]}")
         weak = [x.name for x in present(current.symptoms, s.doctor_threshold) if x.name in _GENERATION]
         if weak and a.route == "answer":

@@ -3,8 +3,8 @@
 Answers: 0.6 × the share of claims confirmed (uncited-but-supported claims count half) + 0.4 × the gate's
 evidence score. Refusals: at most 0.4, scaled by how clearly evidence is absent — an honest refusal beats an
 unconfirmed answer, but not a confirmed one. Clarifications: 0.45. Each present symptom subtracts
-0.15 × its score (an injected instruction 1.0 ×: an answer built on a passage that instructs the model is
-worth less than an honest refusal).
+0.15 × its score (an injected instruction still in the context 1.0 ×: an answer built on a passage that
+instructs the model is worth less than an honest refusal; one the scope layer already cut out, 0.15 ×).
 A treated answer replaces the current one only if its verified confidence is higher by ``margin`` and it
 shows no new symptom of the answer's faithfulness or safety (unless it removes an injected instruction the
 current run has: safety first) (a new context symptom — the new context is
@@ -43,8 +43,15 @@ def verified_confidence(answer: Answer, evidence: float, symptoms: Sequence[Symp
         base = 0.4 * (1 - evidence)
     else:
         base = 0.45
-    penalty = sum(WEIGHTS.get(s.name, DEFAULT_WEIGHT) * s.score for s in present(symptoms, threshold))
+    penalty = sum(_weight(s) * s.score for s in present(symptoms, threshold))
     return round(clamp(base - min(penalty, 0.8)), 4)
+
+
+def _weight(s: Symptom) -> float:
+    """An instruction already cut out of the context (no chunk left to quarantine) weighs like any symptom."""
+    if s.name == "injected_instruction" and not s.data.get("chunks"):
+        return DEFAULT_WEIGHT
+    return WEIGHTS.get(s.name, DEFAULT_WEIGHT)
 
 
 def lost_facts(old: Answer | None, new: Answer | None) -> list[str]:

@@ -28,6 +28,7 @@ from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.pipeline.retrieve.rerank import rerank
 from ragclinic.pipeline.scope.conflicts import find_conflicts
 from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.scope.instructions import removal_exclusion, removal_places, sanitize
 from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
@@ -89,6 +90,12 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
             excluded.append(Exclusion(h.chunk.id, h.chunk.doc_id, "quarantine",
                                       "the passage addresses the model (injected instruction)"))
             continue
+        if s.strip_instructions:
+            h, removal = sanitize(ctx.kb.db.conn, h, doc)
+            if removal is not None:
+                excluded.append(removal_exclusion(removal))
+            if h is None:
+                continue
         if req.max_per_doc and per_doc.get(h.chunk.doc_id, 0) >= req.max_per_doc:
             continue
         per_doc[h.chunk.doc_id] = per_doc.get(h.chunk.doc_id, 0) + 1
@@ -157,6 +164,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         unbacked = declined or unbacked
     if route == "answer" and d.question_type == "causal":
         text, claims = _causal_direction(ctx, state, text, claims, flags)
+    flags += [f"instruction_removed: {where}" for where in removal_places(state.excluded)]
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]

@@ -21,8 +21,10 @@ _TEXT = {
         "quarantined": "Note: {k} retrieved passage(s) were set aside because they contained instructions to "
                        "the assistant ({titles}).",
         "prefer": "[{n}] is the {why} source.",
-        "injected": "Warning: a passage this answer rests on contains instructions to the assistant ({evidence}); "
+        "injected": "Warning: a passage this answer rests on contains instructions to the assistant ({titles}); "
                     "treat the answer with care.",
+        "instructions_removed": "Note: instructions addressed to the assistant were found in {places}; they were "
+                                "removed before answering and the rest of the text was used.",
     },
     "zh": {
         "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
@@ -34,7 +36,8 @@ _TEXT = {
         "incomplete": "注意：文档没有证实这个回答的每一部分，回答可能不完整。",
         "quarantined": "注意：有{k}个检索到的段落因包含针对助手的指令而被排除（{titles}）。",
         "prefer": "[{n}]是{why}的来源。",
-        "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{evidence}），请谨慎对待。",
+        "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",
+        "instructions_removed": "注意：{places}中含有针对助手的指令，已在回答前删去，其余内容照常使用。",
     },
 }
 
