@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     max_file_size: int = Field(100 * 1024 * 1024, gt=0, description="Bytes; larger files are refused.")
     zip_max_uncompressed: int = Field(500 * 1024 * 1024, gt=0,
                                       description="DOCX: largest total uncompressed size accepted.")
+    keep_hidden_text: bool = Field(False, description="Index text a reader cannot see (display:none, white or "
+                                                      "1-pt text, hidden DOCX runs); off: it is left out and "
+                                                      "named in the parse report.")
     zip_max_ratio: float = Field(200.0, gt=1, description="DOCX: largest compression ratio accepted.")
     jsonl_id_fields: list[str] = Field(["_id", "id"], min_length=1,
                                        description="JSONL: the first of these fields present is the record id.")

@@ -112,6 +112,8 @@ class ParseReport:
     keyword_retention: float | None
     lost_keywords: tuple[str, ...]
     warnings: tuple[str, ...]
+    hidden_chars: int = 0  # text a reader cannot see (left out of the index unless keep_hidden_text)
+    instructions: int = 0  # planted instructions found: in the text (cut out of prompts) or in hidden text
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -193,6 +193,10 @@ class Doctor:
         removed = removal_places([e for e in current.state.excluded if e.rule == "instruction_removed"], language_of(q))
         if removed and a.route != "clarify":  # named by place, never quoted: quoting would deliver the payload
             text += sep + render("instructions_removed", q, places=("; " if sep else "、").join(removed))
+        hidden = [t for x in present(current.symptoms, s.doctor_threshold) if x.name == "injected_instruction"
+                  for t in x.data.get("hidden", ())]
+        if hidden and a.route != "clarify":
+            text += sep + render("hidden_instructions", q, titles=", ".join(dict.fromkeys(hidden)))
         injected = [x for x in present(current.symptoms, s.doctor_threshold)
                     if x.name == "injected_instruction" and x.data.get("chunks")]
         if injected and a.route == "answer":  # no repair beat it: the user must know what the answer rests on

@@ -52,7 +52,7 @@ _ADDRESS = re.compile(
     r"(any|all|the|dear)?\s*(AI|A\.I\.|LLMs?|chatbots?|language models?|AI (assistants?|models?|systems?))"
     r"( (assistants?|models?|systems?))?( reading (this|these)( \w+)?| that reads? this)?\s*[:：,，—-]"
     r"|^\W{0,6}(致|给|写给|提醒)?\s*(AI|人工智能|大模型|语言模型|智能助手|AI助手)(助手)?(的)?(注意|提示|说明|须知)?\s*[:：，,]",
-    re.I)
+    re.I | re.M)
 # The payload that follows an instruction: a link or address, an order to the model or about the user.
 _PAYLOAD = re.compile(
     r"https?://|www\.|\S+@\S+\.\w+|^\W*(instead|then|also|and|tell|say|reply|respond|answer|output|write|recommend|"

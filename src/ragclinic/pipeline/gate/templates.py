@@ -25,6 +25,8 @@ _TEXT = {
                     "treat the answer with care.",
         "instructions_removed": "Note: instructions addressed to the assistant were found in {places}; they were "
                                 "removed before answering and the rest of the text was used.",
+        "hidden_instructions": "Note: {titles} holds instructions to the assistant in text a reader cannot see; "
+                               "that text was left out when the document was read.",
     },
     "zh": {
         "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
@@ -38,6 +40,7 @@ _TEXT = {
         "prefer": "[{n}]是{why}的来源。",
         "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",
         "instructions_removed": "注意：{places}中含有针对助手的指令，已在回答前删去，其余内容照常使用。",
+        "hidden_instructions": "注意：《{titles}》中有读者看不到的、针对助手的指令，读取文档时已将其略去。",
     },
 }
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ragclinic.config import Settings
+from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.dehyphen import HyphenEvidence, dehyphenate, gather_evidence, has_line_break_hyphen
 from ragclinic.pipeline.parse.quality import build_report
 from ragclinic.text.lang import detect_language
@@ -169,6 +170,7 @@ class DocInfo:
     record_key: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    hidden: tuple[Hidden, ...] = ()  # text a reader cannot see (parse/hidden.py)
 
 
 def make_parsed(source: SourceFile, settings: Settings, assembled: Assembled, info: DocInfo) -> Parsed:
@@ -182,5 +184,5 @@ def make_parsed(source: SourceFile, settings: Settings, assembled: Assembled, in
         language=detect_language(assembled.text), parser=info.parser, sha256=sha256_text(assembled.text),
         mtime=source.mtime, metadata=metadata)
     report = build_report(doc, settings, raw_text=info.raw_text, hyphen_joins=assembled.hyphen_joins,
-                          hyphens_kept=assembled.hyphens_kept, warnings=info.warnings)
+                          hyphens_kept=assembled.hyphens_kept, warnings=info.warnings, hidden=info.hidden)
     return Parsed(doc, report)

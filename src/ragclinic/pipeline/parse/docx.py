@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
+from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
 from ragclinic.types import Parsed, RecordError, SourceFile
 
@@ -34,8 +35,10 @@ class DocxParser:
         document = _open_document(source.data)
         # The visible Title paragraph beats core properties, which are often template leftovers.
         title = _first_title(document) or (document.core_properties.title or "").strip()
-        blocks = list(_body_blocks(document))
-        yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), DocInfo(self.name, raw_text=raw, title=title))
+        hidden: list[Hidden] = []
+        blocks = list(_body_blocks(document, hidden, settings.keep_hidden_text))
+        info = DocInfo(self.name, raw_text=raw, title=title, hidden=tuple(hidden))
+        yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
 
 
 def _mb(n: float) -> str:
@@ -110,7 +113,7 @@ def _style_name(paragraph) -> str:
         return ""
 
 
-def _body_blocks(document) -> Iterator[Block]:
+def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool) -> Iterator[Block]:
     from docx.table import Table as DocxTable
     from docx.text.paragraph import Paragraph
 
@@ -118,7 +121,7 @@ def _body_blocks(document) -> Iterator[Block]:
         if child.tag == f"{_W}p":
             paragraph = Paragraph(child, document)
             style = _style_name(paragraph)
-            text = paragraph.text
+            text = _visible_text(paragraph, hidden, keep_hidden)
             heading = _HEADING.match(style)
             if style == "title":
                 yield Block("heading", text, level=1, reflow=True)
@@ -133,6 +136,39 @@ def _body_blocks(document) -> Iterator[Block]:
             block = table_block(rows) if rows else None
             if block is not None:
                 yield block
+
+
+def _visible_text(paragraph, hidden: list[Hidden], keep_hidden: bool) -> str:
+    """The paragraph's text without the runs a reader cannot see (hidden, white, under 2 pt)."""
+    runs = [(r, _run_hides(r)) for r in paragraph._p.iter(f"{_W}r")]
+    if not any(how for _, how in runs):
+        return paragraph.text
+    out: list[str] = []
+    for run, how in runs:
+        text = "".join(t.text or "" if t.tag == f"{_W}t" else "\t" if t.tag == f"{_W}tab" else "\n"
+                       for t in run.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr"))
+        if how and text.strip():
+            hidden.append(Hidden(how, text, indexed=keep_hidden))
+        if not how or keep_hidden:
+            out.append(text)
+    return "".join(out)
+
+
+def _run_hides(run) -> str:
+    rpr = run.find(f"{_W}rPr")
+    if rpr is None:
+        return ""
+    vanish = rpr.find(f"{_W}vanish")
+    if vanish is not None and vanish.get(f"{_W}val", "true").lower() not in ("0", "false", "off"):
+        return "hidden run"
+    color, size = rpr.find(f"{_W}color"), rpr.find(f"{_W}sz")
+    shading = rpr.find(f"{_W}shd")
+    fill = (shading.get(f"{_W}fill") or "").upper() if shading is not None else ""
+    if color is not None and (color.get(f"{_W}val") or "").upper() == "FFFFFF" and fill in ("", "AUTO", "FFFFFF"):
+        return "white text"
+    if size is not None and (size.get(f"{_W}val") or "").isdigit() and int(size.get(f"{_W}val")) < 4:
+        return "1-pt text"  # w:sz is in half-points
+    return ""
 
 
 def _body_elements(container) -> Iterator:

@@ -12,6 +12,8 @@
 
 The keyword-retention baseline is the visible text after step 2, so the warning fires when
 trafilatura drops real content (a section, a table), not on every page that had a menu.
+Text a reader cannot see (``display:none``, white on white, …; ``parse/hidden.py``) is removed before all of
+this and named in the report.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ragclinic.config import Settings
 from ragclinic.errors import ParseError
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed
 from ragclinic.pipeline.parse.encoding import decode_bytes
+from ragclinic.pipeline.parse.hidden import html_hidden
 from ragclinic.pipeline.parse.markdown import markdown_blocks
 from ragclinic.types import Parsed, RecordError, SourceFile
 
@@ -52,6 +55,7 @@ class HtmlParser:
         root = _parse(decoded.text)
         title_el = root.find(".//title") if root is not None else None
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
+        hidden = html_hidden(root, keep=settings.keep_hidden_text) if root is not None else []
         article, visible, baseline = _extract(root) if root is not None else ("", "", "")
         warnings: tuple[str, ...] = ()
         if article:
@@ -60,7 +64,7 @@ class HtmlParser:
             blocks = [Block("text", visible)]
             warnings = (f"{source.path}: no main content found; used the full visible text of the page "
                         f"(navigation and footer text may be included)",)
-        info = DocInfo(self.name, raw_text=baseline, title=title, warnings=warnings,
+        info = DocInfo(self.name, raw_text=baseline, title=title, warnings=warnings, hidden=tuple(hidden),
                        metadata={"encoding": decoded.encoding, "main_content": bool(article)})
         yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
 

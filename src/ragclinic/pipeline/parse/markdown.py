@@ -14,9 +14,11 @@ from collections.abc import Iterator, Sequence
 from ragclinic.config import Settings
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
 from ragclinic.pipeline.parse.encoding import decode_bytes
+from ragclinic.pipeline.parse.hidden import Hidden, html_hidden, style_hides
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 _TAG = re.compile(r"<[^>]+>")
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 
 class MarkdownParser:
@@ -26,8 +28,10 @@ class MarkdownParser:
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         decoded = decode_bytes(source.data)
         title, body = split_front_matter_title(decoded.text)
-        assembled = assemble(markdown_blocks(body), keep_hyphens=settings.keep_hyphens)
-        info = DocInfo(self.name, raw_text=decoded.text, title=title,
+        hidden: list[Hidden] = []
+        assembled = assemble(markdown_blocks(body, hidden), keep_hyphens=settings.keep_hyphens)
+        raw = _TAG.sub(" ", _COMMENT.sub(" ", decoded.text))  # markup is not text the retention check looks for
+        info = DocInfo(self.name, raw_text=raw, title=title, hidden=tuple(hidden),
                        metadata={"encoding": decoded.encoding})
         yield make_parsed(source, settings, assembled, info)
 
@@ -45,25 +49,62 @@ def split_front_matter_title(text: str) -> tuple[str, str]:
     return (t.group(1).strip("\"'") if t else ""), text[m.end():]
 
 
-def inline_text(token) -> str:
-    """Plain text of an inline token: formatting dropped, link text and image alt text kept."""
+_OPEN_TAG = re.compile(r"<([A-Za-z][\w-]*)([^>]*?)(/?)>")
+
+
+def inline_text(token, hidden: list[Hidden] | None = None) -> str:
+    """Plain text of an inline token: formatting dropped, link text and image alt text kept; text inside an
+    inline HTML element that hides it (``<span style="display:none">``) is left out (and added to ``hidden``)."""
     out: list[str] = []
+    skip: list[tuple[str, str, list[str]]] = []  # open hiding elements: (tag, how, their text)
     for child in token.children or ():
-        if child.type in ("text", "code_inline"):
-            out.append(child.content)
-        elif child.type == "image":
-            out.append(child.content)
-        elif child.type == "softbreak":
-            out.append("\n")
-        elif child.type == "hardbreak":
-            out.append("\n")
-        elif child.type == "html_inline" and child.content.lower().startswith("<br"):
-            out.append("\n")
+        if child.type == "html_inline":
+            if skip and child.content.lower().startswith(f"</{skip[-1][0]}"):
+                tag, how, text = skip.pop()
+                if not skip and hidden is not None:
+                    hidden.append(Hidden(how, "".join(text)))
+            elif (m := _OPEN_TAG.match(child.content)) and not m.group(3) and (how := _inline_hides(m.group(2))):
+                skip.append((m.group(1).lower(), how, skip[-1][2] if skip else []))
+            elif child.content.lower().startswith("<br") and not skip:
+                out.append("\n")
+            continue
+        piece = (child.content if child.type in ("text", "code_inline", "image")
+                 else "\n" if child.type in ("softbreak", "hardbreak") else "")
+        (skip[-1][2] if skip else out).append(piece)
     return "".join(out)
 
 
-def markdown_blocks(source: str) -> list[Block]:
-    """Reading-order blocks of a Markdown text."""
+def _inline_hides(attrs: str) -> str:
+    import lxml.html
+
+    try:
+        el = lxml.html.fragment_fromstring(f"<span {attrs}></span>")
+    except Exception:  # unparseable attributes: not something we can judge, so not hidden
+        return ""
+    if el.get("hidden") is not None:
+        return "hidden attribute"
+    if (el.get("aria-hidden") or "").lower() == "true":
+        return "aria-hidden"
+    return style_hides(el.get("style") or "")
+
+
+def _html_block_text(content: str, hidden: list[Hidden] | None) -> str:
+    """Visible text of a raw HTML block: comments and hidden elements left out (and added to ``hidden``)."""
+    import lxml.html
+    from lxml import etree
+
+    try:
+        root = lxml.html.fragment_fromstring(content, create_parent="div")
+    except (etree.ParserError, ValueError):
+        return _TAG.sub(" ", content).strip()
+    found = html_hidden(root)
+    if hidden is not None:
+        hidden += found
+    return " ".join(root.text_content().split())
+
+
+def markdown_blocks(source: str, hidden: list[Hidden] | None = None) -> list[Block]:
+    """Reading-order blocks of a Markdown text; text a reader would not see is added to ``hidden``."""
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(source)
@@ -75,10 +116,10 @@ def markdown_blocks(source: str) -> list[Block]:
         if lists.feed(tok, blocks):
             i += 1
         elif tok.type == "heading_open":
-            blocks.append(Block("heading", inline_text(tokens[i + 1]), level=int(tok.tag[1:]), reflow=True))
+            blocks.append(Block("heading", inline_text(tokens[i + 1], hidden), level=int(tok.tag[1:]), reflow=True))
             i += 3
         elif tok.type == "paragraph_open":
-            blocks.append(Block("text", inline_text(tokens[i + 1]), reflow=True))
+            blocks.append(Block("text", inline_text(tokens[i + 1], hidden), reflow=True))
             i += 3
         elif tok.type == "table_open":
             i, rows = _table_rows(tokens, i)
@@ -87,8 +128,8 @@ def markdown_blocks(source: str) -> list[Block]:
         else:
             if tok.type in ("fence", "code_block"):
                 blocks.append(Block("code", f"```{tok.info.strip()}\n{tok.content.rstrip()}\n```"))
-            elif tok.type == "html_block" and _TAG.sub(" ", tok.content).strip():
-                blocks.append(Block("text", _TAG.sub(" ", tok.content).strip(), reflow=True))
+            elif tok.type == "html_block" and (visible := _html_block_text(tok.content, hidden)):
+                blocks.append(Block("text", visible, reflow=True))
             i += 1
     return blocks
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
+from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
 from ragclinic.pipeline.parse.reading_order import Box, reading_order
 from ragclinic.types import Parsed, RecordError, SourceFile
@@ -46,10 +47,11 @@ class PdfParser:
     suffixes = (".pdf",)
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
-        items, raw_pages, meta_title, page_count = _extract(source.data)
+        hidden: list[Hidden] = []
+        items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text)
         blocks = _classify(items)
         info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
-                       metadata={"pages": page_count})
+                       metadata={"pages": page_count}, hidden=tuple(hidden))
         yield make_parsed(source, settings, assemble(blocks, page_count=page_count, keep_hyphens=settings.keep_hyphens), info)
 
 
@@ -70,7 +72,7 @@ def _open(data: bytes):
         raise ParseError(f"not a valid PDF: {type(cause).__name__}: {cause or 'unreadable'}") from None
 
 
-def _extract(data: bytes) -> tuple[list[_Item], list[str], str, int]:
+def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[list[_Item], list[str], str, int]:
     if b"%PDF-" not in data[:1024]:  # readers accept junk before the header, within the first 1 KB
         raise ParseError("not a valid PDF: no %PDF- header in the first 1 KB (wrong extension?)")
     items: list[_Item] = []
@@ -80,7 +82,7 @@ def _extract(data: bytes) -> tuple[list[_Item], list[str], str, int]:
         try:
             title = str(pdf.metadata.get("Title") or "").strip()
             for number, page in enumerate(pdf.pages, start=1):
-                page_items, raw = _page_items(page)
+                page_items, raw = _page_items(page, hidden, keep_hidden)
                 items += page_items
                 raw_pages.append(raw)
                 page.close()  # drop pdfplumber's per-page object cache: long PDFs stay small in memory
@@ -91,7 +93,7 @@ def _extract(data: bytes) -> tuple[list[_Item], list[str], str, int]:
     return items, raw_pages, title, len(raw_pages)
 
 
-def _page_items(page) -> tuple[list[_Item], str]:
+def _page_items(page, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[list[_Item], str]:
     """The page's items in reading order, and its raw text (every text box as pdfminer found it)."""
     from pdfminer.layout import LTTextBox, LTTextLine
 
@@ -102,6 +104,7 @@ def _page_items(page) -> tuple[list[_Item], str]:
     height = layout.height
     # A ruled box around a note is "found" as a 1-row or 1-column table: keep that as text.
     tables = [t for t in page.find_tables() if len(t.rows) >= 2 and len(t.columns) >= 2]
+    dark = _dark_fills(page)
     boxes: list[Box] = []
     for t in tables:
         block = table_block(t.extract(), page=page.page_number)
@@ -111,11 +114,12 @@ def _page_items(page) -> tuple[list[_Item], str]:
     for obj in layout:
         if not isinstance(obj, LTTextBox):
             continue
-        lines = [ln for ln in obj if isinstance(ln, LTTextLine)
-                 and not _inside_any(ln, tables, height) and ln.get_text().strip()]
+        seen = [(ln, visible_line(ln, hidden, keep_hidden, dark)) for ln in obj if isinstance(ln, LTTextLine)
+                and not _inside_any(ln, tables, height)]
+        lines = [ln for ln, t in seen if t.strip()]
         if not lines:
             continue
-        text = "\n".join(ln.get_text().rstrip() for ln in lines)
+        text = "\n".join(t.rstrip() for _, t in seen if t.strip())
         x0, x1 = min(ln.x0 for ln in lines), max(ln.x1 for ln in lines)
         top, bottom = height - max(ln.y1 for ln in lines), height - min(ln.y0 for ln in lines)
         if _is_page_number(text, top, bottom, height):
@@ -123,6 +127,53 @@ def _page_items(page) -> tuple[list[_Item], str]:
         boxes.append(Box(x0, top, x1, bottom, _Item(page.page_number, text, _mean_size(lines), len(lines)),
                          one_line=len(lines) == 1))
     return [b.payload for b in reading_order(boxes)], raw
+
+
+def _dark_fills(page) -> list[tuple[float, float, float, float]]:
+    """Filled rectangles that are not white, in pdfminer coordinates: white text on them is visible."""
+    out = []
+    for r in page.rects:
+        color = r.get("non_stroking_color")
+        values = tuple(color) if isinstance(color, (list, tuple)) else (color,) if color is not None else ()
+        if r.get("fill") and values and not _white(values):
+            out.append((r["x0"], r["y0"], r["x1"], r["y1"]))
+    return out
+
+
+def _white(values: tuple) -> bool:
+    if not values or not all(isinstance(v, (int, float)) for v in values):
+        return False
+    return (len(values) in (1, 3) and all(v >= 0.98 for v in values)) or (len(values) == 4 and all(v <= 0.02 for v in values))
+
+
+def visible_line(line, hidden: list[Hidden], keep_hidden: bool, dark: list | None = None) -> str:
+    """A text line without the characters a reader cannot see: white (not on a dark fill), or under 2 pt."""
+    from pdfminer.layout import LTChar
+
+    out: list[str] = []
+    unseen: dict[str, list[str]] = {}
+    for c in line:
+        how = _char_hides(c, dark or ()) if isinstance(c, LTChar) else ""
+        if how:
+            unseen.setdefault(how, []).append(c.get_text())
+        if not how or keep_hidden:
+            out.append(c.get_text())
+    for how, chars in unseen.items():
+        if "".join(chars).strip():
+            hidden.append(Hidden(how, "".join(chars), indexed=keep_hidden))
+    return "".join(out)
+
+
+def _char_hides(c, dark) -> str:
+    if c.size < 2:
+        return "1-pt text"
+    color = getattr(getattr(c, "graphicstate", None), "ncolor", None)
+    values = tuple(color) if isinstance(color, (list, tuple)) else (color,) if color is not None else ()
+    if _white(values):
+        cx, cy = (c.x0 + c.x1) / 2, (c.y0 + c.y1) / 2
+        if not any(x0 <= cx <= x1 and y0 <= cy <= y1 for x0, y0, x1, y1 in dark):
+            return "white text"
+    return ""
 
 
 def _inside_any(line, tables, height: float) -> bool:

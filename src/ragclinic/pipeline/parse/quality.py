@@ -15,7 +15,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ragclinic.config import Settings
+from ragclinic.pipeline.parse.hidden import Hidden, summary
 from ragclinic.text.analyzer import jieba_handle
+from ragclinic.text.injection import find_instructions, paragraph_number
 from ragclinic.types import ParsedDocument, ParseReport
 
 _ALNUM = r"[0-9A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]"  # Latin, Greek, Cyrillic
@@ -88,11 +90,13 @@ def distinctive_keywords(text: str, top_n: int) -> tuple[str, ...]:
     return tuple(ranked[:top_n])
 
 
-def keyword_retention(raw: str, parsed: str, top_n: int) -> Retention:
-    """Share of the raw text's distinctive keywords still present in the parsed text."""
+def keyword_retention(raw: str, parsed: str, top_n: int, ignore: frozenset[str] = frozenset()) -> Retention:
+    """Share of the raw text's distinctive keywords still present in the parsed text (``ignore``: words of
+    text left out on purpose, such as hidden text)."""
     if raw == parsed:  # nothing can be lost; skip tokenizing (JSONL, plain text: thousands of records)
         return Retention((), 1.0 if _has_token(raw) else None, ())
-    keywords = distinctive_keywords(_LINE_BREAK_WORD.sub(" ", raw), top_n)
+    keywords = tuple(k for k in distinctive_keywords(_LINE_BREAK_WORD.sub(" ", raw), top_n + len(ignore))
+                     if k not in ignore)[:top_n]
     if not keywords:
         return Retention((), None, ())
     present = set(tokens(parsed))
@@ -116,14 +120,15 @@ def garbling(text: str) -> tuple[int, int, int]:
 
 
 def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyphen_joins: int = 0,
-                 hyphens_kept: int = 0, warnings: tuple[str, ...] = ()) -> ParseReport:
+                 hyphens_kept: int = 0, warnings: tuple[str, ...] = (), hidden: tuple[Hidden, ...] = ()) -> ParseReport:
     """The ParseReport of one parsed document, given the raw extraction it is checked against."""
     name = f"{doc.path}#{doc.record_key}" if doc.record_key else doc.path
     text = doc.text
     empty = tuple(p.number for p in doc.pages if not text[p.start:p.end].strip())
     replacement, moji_hits, moji_chars = garbling(text)
     garbled = (replacement + moji_chars) / len(text) if text else None
-    ret = keyword_retention(raw_text, text, settings.keyword_top_n)
+    left_out = frozenset(tokens(" ".join(h.text for h in hidden if not h.indexed))) if hidden else frozenset()
+    ret = keyword_retention(raw_text, text, settings.keyword_top_n, left_out)
     notes = list(warnings)
     notes += [f"{name} page {n}: page has no text (scanned image? OCR it first)" for n in empty]
     if not text.strip() and not doc.pages:
@@ -136,6 +141,8 @@ def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyph
         notes.append(f"{name}: only {ret.retention:.0%} of the {len(ret.keywords)} most frequent raw-text "
                      f"keywords survived parsing (lost: {', '.join(ret.lost[:5])}); check the parser output "
                      f"(keyword_retention_warn={settings.keyword_retention_warn})")
+    spans = find_instructions(text)
+    notes += _instruction_notes(name, text, spans, hidden)
     if doc.tables:
         notes.append(f"{name}: {len(doc.tables)} table(s) found, kept as Markdown in the text")
     if hyphen_joins:
@@ -146,4 +153,23 @@ def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyph
         characters=len(text), pages=len(doc.pages), empty_pages=empty, replacement_chars=replacement,
         mojibake_hits=moji_hits, garbled_ratio=garbled, hyphen_joins=hyphen_joins,
         hyphens_kept=hyphens_kept, tables=len(doc.tables), keyword_retention=ret.retention,
-        lost_keywords=ret.lost, warnings=tuple(notes))
+        lost_keywords=ret.lost, warnings=tuple(notes), hidden_chars=sum(len(h.text) for h in hidden),
+        instructions=len(spans) + sum(1 for h in hidden if h.instruction and not h.indexed))
+
+
+def _instruction_notes(name: str, text: str, spans: list, hidden: tuple[Hidden, ...]) -> list[str]:
+    """Where the planted instructions and the hidden text are — by place and kind, never by content."""
+    notes = []
+    if spans:
+        places = ", ".join(f"paragraph {paragraph_number(text, sp.start)}" for sp in spans[:5])
+        more = f" and {len(spans) - 5} more" if len(spans) > 5 else ""
+        notes.append(f"{name}: {len(spans)} passage(s) address an AI assistant ({places}{more}): a planted "
+                     f"instruction? It stays in the knowledge base and is cut out of every prompt")
+    if hidden:
+        kept = [h for h in hidden if h.indexed]
+        what = "indexed (keep_hidden_text=true)" if kept else "left out of the index (keep_hidden_text=false)"
+        planted = sum(1 for h in hidden if h.instruction)
+        notes.append(f"{name}: {len(hidden)} piece(s) of text a reader cannot see ({summary(hidden)}; "
+                     f"{sum(len(h.text) for h in hidden)} characters) {what}"
+                     + (f"; {planted} of them address an AI assistant" if planted else ""))
+    return notes
