@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     max_file_size: int = Field(100 * 1024 * 1024, gt=0, description="Bytes; larger files are refused.")
     zip_max_uncompressed: int = Field(500 * 1024 * 1024, gt=0,
                                       description="DOCX: largest total uncompressed size accepted.")
+    max_pages: int = Field(5000, ge=1, description="PDF: files with more pages are refused (split them).")
+    max_chunks_per_document: int = Field(50_000, ge=1, description="A document that makes more chunks is "
+                                                                  "refused (a runaway file, or split it).")
     keep_hidden_text: bool = Field(False, description="Index text a reader cannot see (display:none, white or "
                                                       "1-pt text, hidden DOCX runs); off: it is left out and "
                                                       "named in the parse report.")
@@ -122,7 +125,11 @@ class Settings(BaseSettings):
     strip_instructions: bool = Field(True, description="Cut sentences that address the model (planted "
                                                        "instructions) out of passages before the gate and the "
                                                        "generator see them; the rest of the passage is kept.")
-    context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator.")
+    context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator (passages "
+                                                       "per prompt).")
+    max_question_chars: int = Field(4000, ge=16, le=100_000, description="Longer questions are refused.")
+    max_model_seconds: float = Field(600.0, gt=0, description="Model time one run of the pipeline may use; "
+                                                              "past it the rest is answered without the model.")
 
     # --- language model, judge, gate, generate
     llm: str = Field("local", description="local (Qwen2.5-Coder-1.5B), local-small (0.5B), openai, none "

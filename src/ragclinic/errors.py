@@ -55,6 +55,15 @@ class ModelCrashed(ModelError):
         self.reason = reason
 
 
+class ModelTimeExceeded(ModelCrashed):
+    """One question has used ``max_model_seconds`` of model time: the rest of it is answered without the model
+    (like a crash, but the worker is fine and keeps running)."""
+
+
+class LimitExceeded(RagclinicError):
+    """A request is over one of the limits in Settings; the message names the setting and how to change it."""
+
+
 class LayerError(RagclinicError):
     """A failure inside a pipeline layer, wrapped with the layer's name."""
 

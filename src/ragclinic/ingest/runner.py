@@ -190,6 +190,14 @@ def file_events(source, tags: dict[str, str], settings, chunker: Chunker, known_
             yield _Doc(item, (), None, is_new=False, tags=tags)
             continue
         chunks, report = chunker.chunk(doc)
+        if len(chunks) > settings.max_chunks_per_document:
+            reason = (f"{len(chunks)} chunks, more than max_chunks_per_document={settings.max_chunks_per_document}; "
+                      f"split the document or raise the limit (RAGCLINIC_MAX_CHUNKS_PER_DOCUMENT)")
+            if not doc.record_key:
+                raise ParseError(reason)
+            partial = True
+            yield _Failure(item.document.path, f"record {doc.record_key}: {reason}", whole_file=False)
+            continue
         yield _Doc(item, chunks, report, is_new=doc.doc_id not in known_docs, tags=tags)
     yield _FileDone(key, source.sha256, source.size, source.mtime, frozenset(seen), len(seen), tags, partial)
 

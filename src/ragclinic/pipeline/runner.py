@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragclinic.config import Settings
-from ragclinic.errors import LayerError, ModelCrashed, ModelError, RagclinicError
+from ragclinic.errors import LayerError, LimitExceeded, ModelCrashed, ModelError, ModelTimeExceeded, RagclinicError
 from ragclinic.models.judge import Judge, LexicalJudge
 from ragclinic.verify import cheap
 from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
@@ -97,6 +97,9 @@ class Pipeline:
         from ragclinic.pipeline.reason.ambiguity import resolve_followup
 
         s = self.settings
+        if len(question) > s.max_question_chars:
+            raise LimitExceeded(f"the question is {len(question)} characters, more than max_question_chars="
+                                f"{s.max_question_chars}; shorten it or raise the limit (RAGCLINIC_MAX_QUESTION_CHARS)")
         original = ""
         if conversation and (resolved := resolve_followup(question, conversation)):
             original, question = question, resolved
@@ -137,7 +140,7 @@ class Pipeline:
         lm = None
         frozen = list(frozen) if frozen is not None else None
         if self.lm is not None or frozen:  # a replay of a run that had no model runs without one too
-            lm = RecordingModel(self.lm, tape, frozen or ())
+            lm = RecordingModel(self.lm, tape, frozen or (), max_seconds=self.settings.max_model_seconds)
         ctx = RunContext(self.kb, self.settings, lm, self._judge(lm), self._generator(lm), on_token,
                          list(self.lm_flags))
         trace_id, t_start, spans = new_trace_id(), time.perf_counter(), []
@@ -191,11 +194,12 @@ class Pipeline:
         """The model died mid-question: this layer and the rest run without it (lexical judge, extractive
         answer), and the answer says why. The next question starts a new worker."""
         note = f"{crash.reason}; answered extractively"
+        flag = "llm_time_limit" if isinstance(crash, ModelTimeExceeded) else "llm_crashed"
         if on_token:
             on_token(f"\n[{note}]\n")
         judge = ctx.judge if cheap(ctx.judge) else LexicalJudge()  # the learned verifier needs no model
         return RunContext(ctx.kb, ctx.settings, None, judge, self._generator(None), on_token,
-                          ctx.flags + [f"llm_crashed: {note}"])
+                          ctx.flags + [f"{flag}: {note}"])
 
     def _judge(self, lm: LanguageModel | None) -> Judge:
         from ragclinic.verify import create_judge

@@ -13,7 +13,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 
-from ragclinic.errors import ModelError
+from ragclinic.errors import ModelError, ModelTimeExceeded
 from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback
 from ragclinic.trace.model import ModelCall
 
@@ -35,8 +35,11 @@ class Tape:
 class RecordingModel:
     """A LanguageModel that records every call on ``tape``; ``frozen`` calls are answered from the record."""
 
-    def __init__(self, lm: LanguageModel | None, tape: Tape, frozen: Iterable[ModelCall] = ()) -> None:
-        self.lm, self.tape = lm, tape
+    def __init__(self, lm: LanguageModel | None, tape: Tape, frozen: Iterable[ModelCall] = (),
+                 max_seconds: float | None = None) -> None:
+        """``max_seconds``: model time this run may use (setting ``max_model_seconds``); a live call after it is
+        spent raises ModelTimeExceeded, and the run answers the rest without the model."""
+        self.lm, self.tape, self.max_seconds = lm, tape, max_seconds
         frozen = list(frozen)
         self._frozen: dict[str, deque] = defaultdict(deque)
         for c in frozen:
@@ -82,6 +85,10 @@ class RecordingModel:
         if self.lm is None:
             raise ModelError("replay needs a model call that the trace did not record; "
                              "re-run with a language model (--llm) instead of a frozen replay")
+        spent = sum(c.duration_ms for c in self.tape.calls) / 1000
+        if self.max_seconds is not None and spent >= self.max_seconds:
+            raise ModelTimeExceeded(f"the model used {spent:.0f} s on this question, the max_model_seconds limit "
+                                    f"({self.max_seconds:g} s); raise it (RAGCLINIC_MAX_MODEL_SECONDS) to allow more")
         return self.lm
 
 

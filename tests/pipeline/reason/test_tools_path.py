@@ -161,7 +161,7 @@ def test_the_calculator_takes_only_numbers_the_sources_gave():
     failed = box.run([Step(1, "calculator", "3,120 + 3,000")])
     assert failed is not None and "3,000 is in no passage" in failed.error
     limited = box.run([Step(1, "calculator", "1 + 2")])
-    assert "at most 3 tool calls" in limited.error
+    assert "at most 3 tool calls" in limited.error and "tools_max_calls" in limited.error
 
 
 def test_trace_show_prints_the_plan_and_the_tool_calls(tmp_path):

@@ -48,7 +48,8 @@ class PdfParser:
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         hidden: list[Hidden] = []
-        items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text)
+        items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text,
+                                                            settings.max_pages)
         blocks = _classify(items)
         info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
                        metadata={"pages": page_count}, hidden=tuple(hidden))
@@ -72,13 +73,17 @@ def _open(data: bytes):
         raise ParseError(f"not a valid PDF: {type(cause).__name__}: {cause or 'unreadable'}") from None
 
 
-def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[list[_Item], list[str], str, int]:
+def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
+             max_pages: int = 5000) -> tuple[list[_Item], list[str], str, int]:
     if b"%PDF-" not in data[:1024]:  # readers accept junk before the header, within the first 1 KB
         raise ParseError("not a valid PDF: no %PDF- header in the first 1 KB (wrong extension?)")
     items: list[_Item] = []
     raw_pages: list[str] = []
     number = 0
     with _open(data) as pdf:
+        if len(pdf.pages) > max_pages:
+            raise ParseError(f"the PDF has {len(pdf.pages)} pages, more than max_pages={max_pages}; split it, or "
+                             f"raise max_pages (RAGCLINIC_MAX_PAGES or settings.toml)")
         try:
             title = str(pdf.metadata.get("Title") or "").strip()
             for number, page in enumerate(pdf.pages, start=1):

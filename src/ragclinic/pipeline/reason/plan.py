@@ -92,7 +92,7 @@ def parse_plan(text: str, max_steps: int) -> list[Step]:
     if not raw:
         raise ToolError("planner: the plan is not a JSON list of steps")
     if len(raw) > max_steps:
-        raise ToolError(f"planner: the plan has {len(raw)} steps; at most {max_steps}")
+        raise ToolError(f"planner: the plan has {len(raw)} steps; at most {max_steps} (tools_max_calls)")
     steps: list[Step] = []
     for i, item in enumerate(raw, start=1):
         if not isinstance(item, dict):

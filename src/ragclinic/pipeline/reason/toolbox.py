@@ -80,8 +80,8 @@ class Toolbox:
         results: dict[int, Record] = {}
         for st in steps:
             if len(self.records) >= self.max_calls:
-                rec = Record(st.tool, st.input, step=st.step, error=f"limit: at most {self.max_calls} tool calls "
-                             "per question")
+                rec = Record(st.tool, st.input, step=st.step,
+                             error=f"limit: at most {self.max_calls} tool calls per question (tools_max_calls)")
                 self.records.append(rec)
                 return rec
             rec = self._call(st, results)
