@@ -33,6 +33,7 @@ from ragclinic.types import Parsed, RecordError, SourceFile
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
 _BOILERPLATE_TAGS = ("nav", "aside", "form", "button", "header", "footer")
 # Not "menu" or "banner": restaurant menus and hero banners are content on some sites.
@@ -74,6 +75,8 @@ def _parse(html: str):
     from lxml import etree
 
     html = _XML_DECL.sub("", html, count=1)  # lxml refuses str input with an encoding declaration
+    # lxml reads control characters but refuses to write them back into a tree (found by fuzzing)
+    html = _CONTROL.sub(" ", html)
     if not html.strip():
         return None
     try:

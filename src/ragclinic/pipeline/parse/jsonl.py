@@ -60,6 +60,8 @@ class JsonlParser:
             raise _BadRecord(f"not UTF-8 at byte {e.start}; JSON Lines must be UTF-8") from None
         except json.JSONDecodeError as e:
             raise _BadRecord(f"invalid JSON: {e.msg} at column {e.colno}") from None
+        except RecursionError:  # found by fuzzing: [[[[… a few thousand deep
+            raise _BadRecord("JSON nested too deeply to read (thousands of levels)") from None
         if not isinstance(obj, dict):
             raise _BadRecord(f"expected a JSON object, got {type(obj).__name__}")
         id_field = next((f for f in settings.jsonl_id_fields if f in obj), None)

@@ -80,9 +80,14 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
     items: list[_Item] = []
     raw_pages: list[str] = []
     number = 0
-    with _open(data) as pdf:
-        if len(pdf.pages) > max_pages:
-            raise ParseError(f"the PDF has {len(pdf.pages)} pages, more than max_pages={max_pages}; split it, or "
+    pdf = _open(data)
+    try:
+        try:
+            count = len(pdf.pages)  # reads the page tree: inside the try, a damaged one is a ParseError
+        except Exception as e:
+            raise ParseError(f"not a valid PDF: cannot read the page tree ({type(e).__name__}: {e})") from None
+        if count > max_pages:
+            raise ParseError(f"the PDF has {count} pages, more than max_pages={max_pages}; split it, or "
                              f"raise max_pages (RAGCLINIC_MAX_PAGES or settings.toml)")
         try:
             title = str(pdf.metadata.get("Title") or "").strip()
@@ -94,6 +99,11 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
         except Exception as e:  # pdfminer raises many types on damaged content streams
             where = f"page {number} is unreadable" if number else "cannot read the page tree"
             raise ParseError(f"not a valid PDF: {where} ({type(e).__name__}: {e})", page=number or None) from None
+    finally:
+        try:
+            pdf.close()  # pdfplumber's close walks the page tree again: on a damaged file it raises too
+        except Exception:  # (found by fuzzing) — it must not replace the ParseError with its own
+            pass
     title = "" if title.lower() in _PLACEHOLDER_TITLES else title
     return items, raw_pages, title, len(raw_pages)
 

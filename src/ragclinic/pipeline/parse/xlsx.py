@@ -6,7 +6,6 @@ workbook is refused with the fix."""
 from __future__ import annotations
 
 import io
-import zipfile
 from collections.abc import Iterator
 
 from ragclinic.config import Settings
@@ -31,8 +30,16 @@ class XlsxParser:
             book = openpyxl.load_workbook(io.BytesIO(source.data), read_only=True, data_only=True)
         except ImportError:
             raise ParseError("reading .xlsx needs openpyxl: pip install openpyxl") from None
-        except (zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
+        except Exception as e:  # BadZipFile, KeyError, ValueError, lxml's XMLSyntaxError, …
             raise ParseError(f"corrupt XLSX ({type(e).__name__}: {e}); re-save it from Excel or LibreOffice") from None
+        try:
+            yield from self._parsed(source, settings, book)
+        except ParseError:
+            raise
+        except Exception as e:  # found by fuzzing: openpyxl reads sheets lazily and raises lxml/value errors
+            raise ParseError(f"corrupt XLSX ({type(e).__name__}: {e}); re-save it from Excel or LibreOffice") from None
+
+    def _parsed(self, source: SourceFile, settings: Settings, book) -> Iterator[Parsed]:
         blocks, warnings, raw = [], [], []
         try:
             for sheet in book.worksheets:
