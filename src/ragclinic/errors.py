@@ -71,3 +71,35 @@ class LayerError(RagclinicError):
         super().__init__(f"{layer} layer: {cause}")
         self.layer = layer
         self.cause = cause
+
+
+_FULL = ("no space left on device", "os error 28", "database or disk is full", "disk is full")
+_READONLY = ("read-only file system", "os error 30", "readonly database", "attempt to write a readonly")
+
+
+def disk_problem(e: BaseException, where: object = None) -> str:
+    """The one-line message for a full disk or a read-only knowledge base (from the OS, SQLite or tantivy), or
+    '' when ``e`` is something else. ``where``: the knowledge base folder, named in the message."""
+    errno = getattr(e, "errno", None)
+    text = str(e).lower()
+    place = f"the knowledge base at {where}" if where else "the knowledge base"
+    if errno == 28 or any(k in text for k in _FULL) or _nearly_full(where):
+        return (f"no space left on the disk that holds {place}; free some space (df -h shows it) and run the "
+                f"command again — everything committed before is kept")
+    if errno == 30 or any(k in text for k in _READONLY):
+        return (f"{place} is on a read-only file system or is not writable; remount it read-write or copy it "
+                f"somewhere writable — questions need to write their traces")
+    return ""
+
+
+def _nearly_full(where: object) -> bool:
+    """Under 1 MiB free where the knowledge base is: an error then is the full disk's, whatever it says (tantivy's
+    worker threads report "an index writer was killed")."""
+    import shutil
+
+    if not where:
+        return False
+    try:
+        return shutil.disk_usage(str(where)).free < (1 << 20)
+    except OSError:
+        return False

@@ -102,3 +102,24 @@ def test_lexical_only_kb_has_no_dense_index(make_settings, tmp_path):
         kb.dense()
     assert kb.lexical().search(["topic1"], 3)
     kb.close()
+
+
+def test_a_damaged_lexical_index_is_set_aside_and_rebuilt_on_open(tmp_path):
+    from helpers import BOND_DOCS, build_kb
+    from ragclinic.store.kb import KnowledgeBase
+
+    kb = build_kb(tmp_path, BOND_DOCS)
+    settings, hits_before = kb.settings, len(kb.lexical().search(["rate"], 10))
+    kb.close()
+    lexical = tmp_path / "kb" / "lexical"
+    for f in lexical.iterdir():
+        if f.name == "meta.json":
+            f.write_text("{ not json")  # tantivy cannot open this
+    reopened = KnowledgeBase.open(settings)
+    try:
+        assert reopened.repaired and "rebuilt from the database" in reopened.repaired[0]
+        assert len(reopened.lexical().search(["rate"], 10)) == hits_before > 0
+        assert any(p.name.startswith("lexical.damaged-") for p in (tmp_path / "kb").iterdir())
+        assert reopened.db.integrity_ok()
+    finally:
+        reopened.close()

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ragclinic.errors import RagclinicError
+from ragclinic.errors import RagclinicError, disk_problem
 
 app = typer.Typer(help="ragclinic: retrieval-augmented generation that diagnoses and repairs itself.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -40,6 +40,10 @@ def handle_errors(fn):
             raise fail(str(e), EXIT_FAILED) from None
         except RagclinicError as e:
             raise fail(str(e)) from None
+        except Exception as e:  # a full or read-only disk surfaces as OSError, sqlite3 or tantivy errors
+            if message := disk_problem(e, kwargs.get("kb")):
+                raise fail(message) from None
+            raise
 
     return wrapper
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from ragclinic.store.lexical import TantivyIndex
 from ragclinic.text.analyzer import analyze_to_string
 
 DB_FILE = "kb.sqlite3"
+log = logging.getLogger(__name__)
 
 
 class KnowledgeBase:
@@ -36,6 +39,7 @@ class KnowledgeBase:
         self._lexical: TantivyIndex | None = None
         self._dense = None
         self._dense_version = -1
+        self.repaired: list[str] = []  # derived indexes found damaged on open and rebuilt from SQLite
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -113,8 +117,29 @@ class KnowledgeBase:
     # ------------------------------------------------------------------ derived indexes
     def lexical(self) -> TantivyIndex:
         if self._lexical is None:
-            self._lexical = TantivyIndex(self.folder / "lexical")
+            try:
+                self._lexical = TantivyIndex(self.folder / "lexical")
+            except StoreError:
+                self._lexical = self._rebuilt_lexical()
         return self._lexical
+
+    def _rebuilt_lexical(self) -> TantivyIndex:
+        """The lexical index would not open (a damaged or half-deleted file): set it aside and start a new one,
+        which the sync fills from SQLite — only when no other process is writing (it may be mid-commit)."""
+        held = self._lock_fd is not None
+        if not held and not self.try_lock():
+            raise StoreError(f"the lexical index at {self.folder / 'lexical'} cannot be opened while another "
+                             f"process writes to the knowledge base; retry when it has finished")
+        try:
+            aside = self.folder / f"lexical.damaged-{int(time.time())}"
+            (self.folder / "lexical").rename(aside)
+            log.warning("the lexical index of %s was damaged: moved to %s and rebuilt from the database",
+                        self.folder, aside.name)
+            self.repaired.append(f"lexical index damaged: moved to {aside.name}, rebuilt from the database")
+            return TantivyIndex(self.folder / "lexical")
+        finally:
+            if not held:
+                self.unlock()
 
     def sync_indexes(self) -> dict[str, str]:
         """Bring every derived index to the current KB version; returns what was done per index."""
