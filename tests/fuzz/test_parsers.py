@@ -28,7 +28,9 @@ CRASHERS = [
      "xml.etree ParseError from openpyxl reading a sheet lazily, outside the corrupt-XLSX check"),
     (".jsonl", b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n",
      "RecursionError from json.loads on a record nested 100,000 deep"),
-]
+] + [(p.suffix, p.read_bytes(), f"zipfile/zlib error on a damaged archive ({p.stem})")
+     for p in sorted((Path(__file__).parent / "crashers").glob("docx-*")) + sorted(
+         (Path(__file__).parent / "crashers").glob("xlsx-zip*"))]
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Iterator
 
 from ragclinic.config import Settings
@@ -30,9 +31,12 @@ class DocxParser:
     suffixes = (".docx",)
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
-        archive = open_checked_zip(source.data, settings)
-        raw = _raw_text(archive)
-        document = _open_document(source.data)
+        try:
+            archive = open_checked_zip(source.data, settings)
+            raw = _raw_text(archive)
+            document = _open_document(source.data)
+        except ZIP_ERRORS as e:  # found by fuzzing: a damaged archive fails inside zipfile/zlib
+            raise ParseError(f"corrupt DOCX archive ({type(e).__name__}: {e}); re-save it from Word") from None
         # The visible Title paragraph beats core properties, which are often template leftovers.
         title = _first_title(document) or (document.core_properties.title or "").strip()
         hidden: list[Hidden] = []
@@ -44,6 +48,10 @@ class DocxParser:
 def _mb(n: float) -> str:
     # Binary units, like the setting's default (500 * 1024 * 1024 shows as "500 MB").
     return f"{n / 2**30:.1f} GB" if n >= 2**30 else f"{n / 2**20:.0f} MB"
+
+
+# What zipfile and zlib raise on a damaged archive, besides BadZipFile (found by fuzzing).
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, ValueError, KeyError, EOFError, OSError)
 
 
 def open_checked_zip(data: bytes, settings: Settings, *, kind: str = "DOCX", app: str = "Word",

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ragclinic.config import Settings
 from ragclinic.errors import ParseError
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
-from ragclinic.pipeline.parse.docx import open_checked_zip
+from ragclinic.pipeline.parse.docx import ZIP_ERRORS, open_checked_zip
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 MAX_ROWS = 100_000  # per sheet; the rest is cut and reported
@@ -23,7 +23,10 @@ class XlsxParser:
     suffixes = (".xlsx", ".xlsm")
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
-        open_checked_zip(source.data, settings, kind="XLSX", app="Excel", required="xl/workbook.xml")
+        try:
+            open_checked_zip(source.data, settings, kind="XLSX", app="Excel", required="xl/workbook.xml")
+        except ZIP_ERRORS as e:  # found by fuzzing: a damaged archive fails inside zipfile/zlib
+            raise ParseError(f"corrupt XLSX archive ({type(e).__name__}: {e}); re-save it from Excel") from None
         try:
             import openpyxl
 
