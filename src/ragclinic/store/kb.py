@@ -12,7 +12,6 @@ import logging
 import os
 import shutil
 import time
-from pathlib import Path
 from typing import Any
 
 from ragclinic.config import LEGACY_VALUES, SETTINGS_FILE, Settings, write_settings_file
