@@ -77,7 +77,7 @@ def run_cases(out: Path, llm: str) -> None:
         for case in planted.cases():
             if case.name in done:
                 continue
-            folder, pad = out / "cases" / case.name, 24
+            folder = out / "cases" / case.name
             for pad in planted.SPLIT_PADS if case.place == "split-chunks" else (0,):
                 kb_dir = folder / f"kb{pad}"
                 planted.write(case, folder / f"docs{pad}", pad)

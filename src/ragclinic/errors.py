@@ -86,7 +86,7 @@ def disk_problem(e: BaseException, where: object = None) -> str:
     if errno == 28 or any(k in text for k in _FULL) or _nearly_full(where):
         return (f"no space left on the disk that holds {place}; free some space (df -h shows it) and run the "
                 f"command again — everything committed before is kept")
-    if errno == 30 or any(k in text for k in _READONLY):
+    if errno == 30 or any(k in text for k in _READONLY) or _not_writable(where):
         return (f"{place} is on a read-only file system or is not writable; remount it read-write or copy it "
                 f"somewhere writable — questions need to write their traces")
     return ""
@@ -103,3 +103,10 @@ def _nearly_full(where: object) -> bool:
         return shutil.disk_usage(str(where)).free < (1 << 20)
     except OSError:
         return False
+
+
+def _not_writable(where: object) -> bool:
+    """The folder cannot be written (a read-only mount: SQLite then only says "unable to open database file")."""
+    import os
+
+    return bool(where) and os.path.isdir(str(where)) and not os.access(str(where), os.W_OK)

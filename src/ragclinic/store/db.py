@@ -8,7 +8,6 @@ A ``kill -9`` at any point leaves the last committed transaction; nothing half-w
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -76,9 +75,8 @@ class Database:
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA)
         except sqlite3.DatabaseError as e:
-            if message := disk_problem(e, path.parent) or (not os.access(path.parent, os.W_OK) and disk_problem(
-                    OSError(30, "read-only file system"), path.parent)):
-                raise StoreError(message) from None  # the database is fine: its disk is full or read-only
+            if message := disk_problem(e, path.parent):  # the database is fine: its disk is full or read-only
+                raise StoreError(message) from None
             raise StoreError(f"{path} is not a usable ragclinic database ({e}); "
                              f"point --kb at another folder or restore a backup") from None
         found = self.meta("schema_version")

@@ -149,13 +149,14 @@ def _dark_fills(page) -> list[tuple[float, float, float, float]]:
     out = []
     for r in page.rects:
         color = r.get("non_stroking_color")
-        values = tuple(color) if isinstance(color, (list, tuple)) else (color,) if color is not None else ()
-        if r.get("fill") and values and not _white(values):
+        if r.get("fill") and color is not None and not _white(color):
             out.append((r["x0"], r["y0"], r["x1"], r["y1"]))
     return out
 
 
-def _white(values: tuple) -> bool:
+def _white(color) -> bool:
+    """A fill colour (gray, RGB or CMYK, as pdfminer gives it) that is white."""
+    values = tuple(color) if isinstance(color, (list, tuple)) else (color,) if color is not None else ()
     if not values or not all(isinstance(v, (int, float)) for v in values):
         return False
     return (len(values) in (1, 3) and all(v >= 0.98 for v in values)) or (len(values) == 4 and all(v <= 0.02 for v in values))
@@ -182,9 +183,7 @@ def visible_line(line, hidden: list[Hidden], keep_hidden: bool, dark: list | Non
 def _char_hides(c, dark) -> str:
     if c.size < 2:
         return "1-pt text"
-    color = getattr(getattr(c, "graphicstate", None), "ncolor", None)
-    values = tuple(color) if isinstance(color, (list, tuple)) else (color,) if color is not None else ()
-    if _white(values):
+    if _white(getattr(getattr(c, "graphicstate", None), "ncolor", None)):
         cx, cy = (c.x0 + c.x1) / 2, (c.y0 + c.y1) / 2
         if not any(x0 <= cx <= x1 and y0 <= cy <= y1 for x0, y0, x1, y1 in dark):
             return "white text"
