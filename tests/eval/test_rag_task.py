@@ -77,6 +77,10 @@ def test_a_killed_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     assert ran == ["0|neg"]  # only the case without a complete row ran again
     assert [r["key"] for r in rows] == [c.key for c in todo]
     assert rows[:2] == first
+    # the resumed row is on a line of its own: a second resume reads all three back and runs nothing
+    ran.clear()
+    again = run_rag(todo, _lm(), {"llm": "none"}, doctor=False, checkpoint=checkpoint)
+    assert ran == [] and again == rows
 
 
 def test_cli_ab_json_contract(tmp_path, monkeypatch):

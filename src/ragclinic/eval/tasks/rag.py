@@ -222,12 +222,19 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
     for row in fresh:
         done[row["key"]] = row
         if checkpoint is not None:
-            with open(checkpoint, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            _append_row(checkpoint, row)
         n += 1
         if progress:
             progress(n, len(cases_))
     return [done[c.key] for c in cases_]
+
+
+def _append_row(checkpoint: Path, row: dict) -> None:
+    """One row, one line: after a line a kill cut short (no newline at the end), a newline first, so the row is
+    not glued to the cut one (and lost to the next resume)."""
+    with open(checkpoint, "a+b") as f:
+        cut = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"
+        f.write((b"\n" if cut else b"") + (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 def arm_ok(row: dict[str, Any], arm: dict[str, Any]) -> bool:
