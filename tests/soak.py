@@ -71,7 +71,8 @@ class Soak:
         self.script = root / "child.py"
         self.script.write_text(CHILD)
         self.env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(root / "cache"), "RAGCLINIC_EMBEDDER": "slowfake",
-                    "RAGCLINIC_JUDGE": "llm", "RAGCLINIC_NO_SUPERVISOR": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+                    "RAGCLINIC_JUDGE": "llm", "RAGCLINIC_INSTRUCTION_DETECTOR": "rules",
+                    "RAGCLINIC_NO_SUPERVISOR": "1", "OMP_WAIT_POLICY": "PASSIVE"}
         self.generation = 0
         self.corpus.mkdir(parents=True)
         for i in range(files):

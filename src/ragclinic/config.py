@@ -125,6 +125,9 @@ class Settings(BaseSettings):
     strip_instructions: bool = Field(True, description="Cut sentences that address the model (planted "
                                                        "instructions) out of passages before the gate and the "
                                                        "generator see them; the rest of the passage is kept.")
+    instruction_detector: Literal["learned", "rules"] = Field(
+        "learned", description="What finds planted instructions in passages: learned (the rules, and the small "
+                               "e5 classifier for the phrasings they do not know) or rules (patterns only).")
     context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator (passages "
                                                        "per prompt).")
     max_question_chars: int = Field(4000, ge=16, le=100_000, description="Longer questions are refused.")

@@ -29,6 +29,7 @@ from ragclinic.pipeline.retrieve.rerank import rerank
 from ragclinic.pipeline.scope.conflicts import find_conflicts
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.pipeline.scope.instructions import removal_exclusion, removal_places, sanitize
+from ragclinic.verify.instructions import detector_for
 from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
@@ -91,7 +92,7 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
                                       "the passage addresses the model (injected instruction)"))
             continue
         if s.strip_instructions:
-            h, removal = sanitize(ctx.kb.db.conn, h, doc)
+            h, removal = sanitize(ctx.kb.db.conn, h, doc, detector_for(s.instruction_detector))
             if removal is not None:
                 excluded.append(removal_exclusion(removal))
             if h is None:

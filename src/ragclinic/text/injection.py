@@ -10,8 +10,9 @@ of a text that do that:
    address, "tell the user…", "然后回复…");
 4. runs of invisible code points (zero-width, Unicode tag characters): text a reader never sees.
 
-Rules only: the phrases are specific (false alarms on 1,000+ real SciFact and CMRC2018 passages are measured in
-bench/RESULTS.md), and a miss costs little because the answer is still checked against the sources. The spans
+The rules' phrases are specific (false alarms on 1,000+ real SciFact and CMRC2018 passages are measured in
+bench/RESULTS.md) but know the famous phrasings only: with a ``detector`` (the learned one of
+verify/instructions.py), a sentence it flags is an instruction too (kind ``learned``). The spans
 are used at ingest (the parse report names where each one is, without repeating it) and when the context is
 built (the span is cut out of the passage, the rest of the passage is kept).
 """
@@ -66,7 +67,7 @@ _HIDDEN = re.compile(r"[\u200b-\u200f\u2060-\u2064\ufeff]{2,}|[\U000e0000-\U000e
 class Span:
     start: int
     end: int
-    kind: str  # "instruction", "addressed", "payload", "hidden"
+    kind: str  # "instruction", "learned" (flagged by the detector only), "addressed", "payload", "hidden"
 
 
 def looks_like_instruction(text: str) -> bool:
@@ -75,22 +76,30 @@ def looks_like_instruction(text: str) -> bool:
             or any(_ADDRESS.match(text, a) for a, _ in _paragraphs(text)))
 
 
-def find_instructions(text: str) -> list[Span]:
-    """Spans of ``text`` that address the model (sorted, not overlapping); [] for plain content."""
-    if not looks_like_instruction(text):
+def find_instructions(text: str, detector=None) -> list[Span]:
+    """Spans of ``text`` that address the model (sorted, not overlapping); [] for plain content. ``detector``
+    (verify/instructions.py: ``flags(sentences)``) adds the sentences it flags that no rule matched
+    (kind ``learned``)."""
+    if detector is None and not looks_like_instruction(text):
         return []
     from ragclinic.pipeline.chunk.sentences import split_sentences
 
     spans = [Span(m.start(), m.end(), "hidden") for m in _HIDDEN.finditer(text)]
+    paragraphs = []
     for a, b in _paragraphs(text):
         if _ADDRESS.match(text, a):
             spans.append(Span(a, b, "addressed"))
-            continue
+        else:
+            paragraphs.append(split_sentences(text[a:b], a))
+    sentences = [text[s:e] for sents in paragraphs for s, e in sents]
+    learned = iter(detector.flags(sentences) if detector is not None and sentences else [False] * len(sentences))
+    for sents in paragraphs:
         flagged = False
-        for s, e in split_sentences(text[a:b], a):
-            sentence = text[s:e]
-            if any(p.search(sentence) for p in _PATTERNS):
-                spans.append(Span(s, e, "instruction"))
+        for s, e in sents:
+            sentence, by_model = text[s:e], next(learned)
+            ruled = any(p.search(sentence) for p in _PATTERNS)
+            if ruled or by_model:
+                spans.append(Span(s, e, "instruction" if ruled else "learned"))
                 flagged = True
             elif flagged and _PAYLOAD.search(sentence):
                 spans.append(Span(s, e, "payload"))

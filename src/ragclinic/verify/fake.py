@@ -28,3 +28,24 @@ class FakeVerifier:
 
     def judge(self, task: str, passage: str, text: str) -> float:
         return self.verify(task, passage, text).p
+
+
+class FakeInstructionDetector:
+    """The instruction detector's fake (verify/instructions.py): a cued sentence holding one of ``phrases`` scores
+    0.9, any other 0.0; ``seen`` records what it was asked to score."""
+
+    model_id = "fake-instructions"
+    threshold = 0.5
+
+    def __init__(self, phrases=("note for the bot",)) -> None:
+        self.phrases = tuple(p.lower() for p in phrases)
+        self.seen: list[str] = []
+
+    def scores(self, sentences):
+        from ragclinic.verify.instructions import cued
+
+        self.seen += [s for s in sentences if cued(s)]
+        return [0.9 if cued(s) and any(p in s.lower() for p in self.phrases) else 0.0 for s in sentences]
+
+    def flags(self, sentences):
+        return [p >= self.threshold for p in self.scores(sentences)]

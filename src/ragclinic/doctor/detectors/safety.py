@@ -12,12 +12,13 @@ from __future__ import annotations
 from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom
 from ragclinic.pipeline.scope.instructions import RULES as REMOVAL_RULES
 from ragclinic.text.injection import find_instructions
+from ragclinic.verify.instructions import detector_for
 
 
 
-def find_injection(text: str) -> str:
+def find_injection(text: str, detector=None) -> str:
     """Where in ``text`` an instruction to the model sits ("characters 120–188 (instruction)"), or ''."""
-    spans = find_instructions(text)
+    spans = find_instructions(text, detector)
     return "; ".join(f"characters {sp.start}–{sp.end} ({sp.kind})" for sp in spans)
 
 
@@ -27,7 +28,8 @@ class InjectedInstruction:
 
     def detect(self, exam: Exam) -> Symptom | None:
         removed = [e for e in exam.state.excluded if e.rule in REMOVAL_RULES]
-        left = [(p, s) for p in exam.passages if (s := find_injection(p.chunk.text))]
+        detector = detector_for(getattr(exam.settings, "instruction_detector", "rules"))
+        left = [(p, s) for p in exam.passages if (s := find_injection(p.chunk.text, detector))]
         named = {e.doc_id for e in removed} | {p.chunk.doc_id for p, _ in left}
         unseen = {p.chunk.doc_id: p for p in exam.passages if p.chunk.doc_id not in named}
         hidden = _hidden_instructions(exam.kb.db.conn, list(unseen)) if exam.kb is not None else {}

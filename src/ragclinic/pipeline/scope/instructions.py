@@ -43,10 +43,11 @@ class Removal:
                 "kept": self.kept, "where": self.where()}
 
 
-def sanitize(conn, hit: Hit, doc: DocInfo) -> tuple[Hit | None, Removal | None]:
-    """(the hit with its instructions cut out, or None when nothing else is left; what was removed, or None)."""
+def sanitize(conn, hit: Hit, doc: DocInfo, detector=None) -> tuple[Hit | None, Removal | None]:
+    """(the hit with its instructions cut out, or None when nothing else is left; what was removed, or None).
+    ``detector``: the learned instruction detector (verify/instructions.py), or None for the rules alone."""
     chunk = hit.chunk
-    spans, offset = _spans_around(conn, hit)
+    spans, offset = _spans_around(conn, hit, detector)
     inside = [sp for sp in spans if sp.end > offset and sp.start < offset + len(chunk.text)]
     if not inside:
         return hit, None
@@ -62,7 +63,7 @@ def sanitize(conn, hit: Hit, doc: DocInfo) -> tuple[Hit | None, Removal | None]:
     return replace(hit, chunk=replace(chunk, text=text)), removal
 
 
-def _spans_around(conn, hit: Hit) -> tuple[list[Span], int]:
+def _spans_around(conn, hit: Hit, detector) -> tuple[list[Span], int]:
     """Instruction spans in the chunk's neighbourhood, and the chunk's offset in the text they refer to.
     Falls back to the chunk alone when the stored document text does not hold it at its offsets."""
     chunk = hit.chunk
@@ -72,8 +73,8 @@ def _spans_around(conn, hit: Hit) -> tuple[list[Span], int]:
     window = row[0] if row else ""
     at = chunk.start - lo
     if window[at:at + len(chunk.text)] != chunk.text:
-        return find_instructions(chunk.text), 0
-    return find_instructions(window), at
+        return find_instructions(chunk.text, detector), 0
+    return find_instructions(window, detector), at
 
 
 def _paragraph(conn, doc_id: str, offset: int, chunk, chunk_offset: int) -> int:
