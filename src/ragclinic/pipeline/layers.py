@@ -29,12 +29,12 @@ from ragclinic.pipeline.retrieve.rerank import rerank
 from ragclinic.pipeline.scope.conflicts import find_conflicts
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.pipeline.scope.instructions import removal_exclusion, removal_places, sanitize
-from ragclinic.verify.instructions import detector_for
 from ragclinic.pipeline.scope.policies import apply_authority
 from ragclinic.pipeline.state import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
 from ragclinic.types import Answer, Citation, Exclusion, Hit, Passage
 from ragclinic.verify import cheap
+from ragclinic.verify.instructions import detector_for
 
 
 def retrieve(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
