@@ -6,7 +6,8 @@ override ("set aside your earlier rules"), a payload (an answer to give, a link 
 secret to ask for), in many combinations, and second-person orders about the answer with no addressee at all.
 Negatives are real sentences — HaluEval QA knowledge texts and questions (MIT), CMRC2018 trial contexts
 (CC BY-SA 4.0; the odd-numbered articles are kept out, for the false-alarm figure), the Python standard
-library's docstrings (PSF licence: prose that tells its reader what to do) — and generated look-alikes:
+library's docstrings (PSF licence: prose that tells its reader what to do; those of the Python that runs the
+training, 3.11 for the shipped file) — and generated look-alikes:
 manual and form instructions to the reader, sentences *about* AI and chatbots, customer-service links.
 
 Splits are by template family (and by source item for real text), so the dev split measures phrasings whose
