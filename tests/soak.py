@@ -219,8 +219,9 @@ class Soak:
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def kb_state(kb_dir: Path) -> dict:
-    """Documents by source path (sha256, chunks, chunks without an embedding), trace ids, and whether it opens."""
+def kb_state(kb_dir: Path, known_traces: set[str] | None = None) -> dict:
+    """Documents by source path (sha256, chunks, chunks without an embedding), trace ids, whether it opens whole;
+    with ``known_traces``, what is wrong with each stored trace not among them (``trace_problems``)."""
     from ragclinic.config import Settings
     from ragclinic.store.kb import KnowledgeBase
 
@@ -233,20 +234,35 @@ def kb_state(kb_dir: Path) -> dict:
                 "LEFT JOIN chunks c ON c.doc_id = d.doc_id GROUP BY d.doc_id"):
             docs[path] = (sha, n, missing or 0)
         uploads = {p for p in docs if "/uploads/" in p or not p.startswith("/")}
+        traces = {r[0] for r in conn.execute("SELECT id FROM traces")}
+        problems = [] if known_traces is None else _trace_problems(kb, sorted(traces - known_traces))
         return {"docs": docs, "uploads": uploads, "integrity": kb.db.integrity_ok(),
-                "lexical": len(kb.lexical()), "chunks": kb.stats()["chunks"],
-                "traces": {r[0] for r in conn.execute("SELECT id FROM traces")}}
+                "lexical": len(kb.lexical()), "chunks": kb.stats()["chunks"], "traces": traces,
+                "trace_problems": problems}
     finally:
         kb.close()
 
 
-def check(kb_dir: Path, before: dict, r: Round, *, deleted_ok: bool) -> None:
-    """Fill ``r.lost`` and ``r.broken`` from the knowledge base as the killed command left it."""
-    from ragclinic.config import Settings
-    from ragclinic.store.kb import KnowledgeBase
+def _trace_problems(kb, ids: list[str]) -> list[str]:
+    """Each trace must load with its answer and its layers: a half-written one must not be stored."""
     from ragclinic.trace.store import load_trace
 
-    after = kb_state(kb_dir)
+    out = []
+    for t in ids:
+        try:
+            tr = load_trace(kb.db, t, exact=True)
+        except Exception as e:  # noqa: BLE001 - any failure to load is what is counted
+            out.append(f"trace {t}: {e}")
+            continue
+        layers = {s.layer for s in tr.spans}
+        if tr.answer is None or not {"retrieve", "gate"} <= layers:
+            out.append(f"trace {t} stored without its answer or layers ({sorted(layers)})")
+    return out
+
+
+def check(kb_dir: Path, before: dict, r: Round, *, deleted_ok: bool) -> None:
+    """Fill ``r.lost`` and ``r.broken`` from the knowledge base as the killed command left it."""
+    after = kb_state(kb_dir, known_traces=before["traces"])
     if not after["integrity"]:
         r.broken.append("integrity check failed")
     if after["lexical"] != after["chunks"]:
@@ -254,6 +270,7 @@ def check(kb_dir: Path, before: dict, r: Round, *, deleted_ok: bool) -> None:
     for path, (sha, n, missing) in after["docs"].items():
         if n == 0 or missing:
             r.broken.append(f"{path}: {n} chunks, {missing} without an embedding")
+    r.broken += after["trace_problems"]
     for path, (sha, _, _) in before["docs"].items():
         now = after["docs"].get(path)
         if now is None and not (deleted_ok and not Path(path).exists()):
@@ -264,19 +281,6 @@ def check(kb_dir: Path, before: dict, r: Round, *, deleted_ok: bool) -> None:
     r.lost += [f"trace {t} of an answer given" for t in r.answers if t not in after["traces"]]
     stored = {Path(p).name for p in after["docs"]}
     r.lost += [f"upload {u}" for u in r.uploads if u not in stored]
-    kb = KnowledgeBase.open(Settings.load(kb_dir, embedder="slowfake", llm="none", judge="llm"))
-    try:
-        for t in sorted(after["traces"] - before["traces"]):
-            try:
-                tr = load_trace(kb.db, t, exact=True)
-            except Exception as e:  # noqa: BLE001 - any failure to load is what is counted
-                r.broken.append(f"trace {t}: {e}")
-                continue
-            layers = {s.layer for s in tr.spans}
-            if tr.answer is None or not {"retrieve", "gate"} <= layers:
-                r.broken.append(f"trace {t} stored without its answer or layers ({sorted(layers)})")
-    finally:
-        kb.close()
 
 
 # ---------------------------------------------------------------------------------------------- eval
