@@ -149,13 +149,15 @@ class Clinic:
     # ------------------------------------------------------------------ documents
     def ingest(self, paths: Iterable[str | Path] | str | Path, tags: dict[str, str] | None = None,
                sync: bool = False, *, strict: bool = False, reparse: bool = False, on_progress=None,
-               ray: str | None = None, ray_workers: int = 0):
+               ray: str | None = None, ray_workers: int = 0, on_graph_progress=None):
         """Add or update documents (files or folders; ``sync`` also removes what is gone from the folders)
         → ``IngestResult`` (``.added``, ``.updated``, ``.unchanged``, ``.removed``, ``.failed``, ``.chunks``).
         Holds the knowledge base's write lock meanwhile; ``strict`` stops at the first bad file and keeps
         nothing (not even a knowledge base this call created). ``ray``: parse, chunk and embed on the Ray cluster
         at that address (``auto``: a local runtime; the ``ray`` extra), ``ray_workers`` workers (0: one per CPU);
-        the commit stays here and the result is the same knowledge base."""
+        the commit stays here and the result is the same knowledge base. In a knowledge base with a graph (the
+        ``graph`` setting, ``ingest --graph``), the graph is brought up to date after the commit
+        (``on_graph_progress(done, total)`` chunks); ``.graph`` holds what that did."""
         import shutil
 
         from ragclinic.ingest.runner import IngestAborted, ingest
@@ -172,8 +174,11 @@ class Clinic:
             if ray:
                 from ragclinic.scale.ray_ingest import ingest_on_ray
 
-                return ingest_on_ray(kb, [Path(p) for p in paths], ray, ray_workers, **run)
-            return ingest(kb, [Path(p) for p in paths], **run)
+                result = ingest_on_ray(kb, [Path(p) for p in paths], ray, ray_workers, **run)
+            else:
+                result = ingest(kb, [Path(p) for p in paths], **run)
+            self.sync_graph(on_progress=on_graph_progress, result=result)
+            return result
         except IngestAborted:
             if new_folder:
                 self.close()
@@ -181,6 +186,23 @@ class Clinic:
             raise
         finally:
             kb.unlock()
+
+    def sync_graph(self, mode: str | None = None, *, on_progress=None, result=None):
+        """Bring the knowledge graph up to date with the chunks (docs/graph.md): ``mode`` (or the ``graph``
+        setting) sets or changes the KB's graph mode; None keeps it (no graph: nothing to do). The caller holds
+        the write lock (``ingest`` does). → ``GraphSyncResult`` (also put on ``result.graph`` when given)."""
+        from ragclinic.graph import sync
+
+        kb = self.kb
+        mode = mode or self.settings.graph or None
+        if not mode and not sync.enabled(kb):
+            return None
+        model = self.lm if (mode or sync.mode_of(kb)) == "model" else None
+        done = sync.sync(kb, mode, model=model, on_progress=on_progress)
+        self._pipeline = None
+        if result is not None:
+            result.graph = done.to_json()
+        return done
 
     # ------------------------------------------------------------------ questions
     def ask(self, question: str, scope: dict[str, str] | None = None, doctor: bool = True,

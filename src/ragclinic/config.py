@@ -189,6 +189,17 @@ class Settings(BaseSettings):
                                "set, the knowledge base keeps extracting) for causal-aware ranking and chains.")
     causal_weights: tuple[float, float, float] = Field((0.5, 0.35, 0.15), description="Causal questions' ranking: "
                                                        "α·similarity + β·causal-chain match + γ·recency.")
+    graph: Literal["", "fast", "model"] = Field("", description="Build a knowledge graph of entities, relations and "
+                                                "communities at ingest (`ingest --graph [fast|model]`; once set, the "
+                                                "knowledge base keeps it current) for questions about the whole "
+                                                "collection. fast: rules; model: the language model extracts.")
+    graph_global_threshold: float = Field(0.5, ge=0.0, le=1.01, description="Score from which the gate treats a "
+                                          "question as global (about the whole collection), chosen on the dev half of "
+                                          "bench/graph/questions.jsonl (docs/graph.md).")
+    graph_communities_k: int = Field(6, ge=1, le=30, description="Communities a global question's answer is mapped "
+                                     "over (most relevant first).")
+    graph_expand: int = Field(1, ge=0, le=5, description="Passages a specific question gains by following the graph "
+                              "1-2 hops from the entities it names (0 = no expansion).")
     tools_path: bool = Field(True, description="Route arithmetic and table questions to the planner (sql, calculator, "
                              "search; needs the language model). Off: every question is answered directly.")
     tools_max_calls: int = Field(5, ge=1, le=20, description="Tool calls per question on the tools path (a "

@@ -36,6 +36,11 @@ def ingest_cmd(
                                        "authority or any key; FILE.meta.json sidecars override per file."),
     causal: bool = typer.Option(False, "--causal", help="Also extract the cause → effect links documents state (for "
                                 "\"why\" questions); the KB keeps doing so. Add --reparse for documents already in."),
+    graph: Optional[str] = typer.Option(
+        None, "--graph", metavar="[fast|model]", show_default=False,
+        help="Also build the knowledge graph (entities, relations, communities) for questions about the whole "
+             "collection; the KB keeps it current. fast (the default when no mode is given): rules, about a "
+             "millisecond a chunk; model: the language model extracts (tens of seconds a chunk here; docs/graph.md)."),
     embedder: Optional[str] = typer.Option(None, "--embedder",
                                            help="e5 | wordllama (fast) | none (lexical only); fixed when the KB is created.",
                                            show_default=False),
@@ -52,7 +57,11 @@ def ingest_cmd(
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
     tags = parse_pairs(tag, "--tag")
-    extra = {"causal_links": True} if causal else {}
+    extra: dict = {"causal_links": True} if causal else {}
+    if graph is not None:
+        from ragclinic.graph.sync import check_mode
+
+        extra["graph"] = check_mode(graph)
     clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False, **extra)
     try:
         if json_out:
@@ -99,7 +108,16 @@ def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: 
                        rates=f"{p.files_done}/{p.files_total} files {p.files_done / elapsed:.1f}/s "
                              f"{p.chunks / elapsed:.1f} chunks/s")
 
-        return clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, on_progress=update, **ray)
+        graph_task = None
+
+        def graph_update(done: int, total: int) -> None:
+            nonlocal graph_task
+            if graph_task is None:
+                graph_task = bar.add_task("graph", total=total, rates="graph: entities and relations")
+            bar.update(graph_task, total=total, completed=done)
+
+        return clinic.ingest(paths, tags, sync, strict=strict, reparse=reparse, on_progress=update,
+                             on_graph_progress=graph_update, **ray)
 
 
 def print_summary(r: IngestResult) -> None:
@@ -109,5 +127,10 @@ def print_summary(r: IngestResult) -> None:
     t.add_row(str(r.added), str(r.updated), str(r.unchanged), str(r.removed), str(len(r.failed)),
               str(r.chunks), f"{r.seconds:.1f}")
     out.print(t)
+    if r.graph:
+        c = r.graph["communities"]
+        out.print(f"graph ({r.graph['mode']}): {r.graph['extracted']} chunk(s) extracted, {r.graph['dropped']} dropped; "
+                  f"{c.get('communities', 0)} communities ({c.get('recomputed', 0)} recomputed, {c.get('kept', 0)} "
+                  f"kept), {r.graph['seconds_extract'] + r.graph['seconds_communities']:.1f} s", highlight=False)
     for f in r.failed:
         out.print(f"[red]failed[/] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)

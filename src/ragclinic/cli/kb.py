@@ -1,4 +1,4 @@
-"""`ragclinic kb stats | docs | report`: what a knowledge base holds and how well it was parsed."""
+"""`ragclinic kb stats | docs | report | graph`: what a knowledge base holds, how well it was parsed, its graph."""
 
 from __future__ import annotations
 
@@ -106,3 +106,56 @@ def _print_report(d: dict[str, Any]) -> None:
     out.print(t)
     for w in list(p["warnings"]) + list(c["warnings"]):
         out.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
+
+
+@kb_app.command("graph")
+@handle_errors
+def graph(kb: Optional[Path] = KbOption, json_out: bool = JsonOption,
+          entity: Optional[str] = typer.Option(None, "--entity", metavar="NAME", show_default=False,
+                                               help="Show this entity's neighbourhood (exact name, else the most "
+                                                    "mentioned entity whose name contains it)."),
+          graphml: Optional[Path] = typer.Option(None, "--graphml", metavar="FILE", show_default=False,
+                                                 help="Also write the entity graph as GraphML (Gephi, Cytoscape, "
+                                                      "networkx, igraph)."),
+          top: int = typer.Option(15, "--top", min=1, help="Top entities listed.")) -> None:
+    """The knowledge graph (`ingest --graph`): size, top entities, communities, one entity's neighbourhood."""
+    from ragclinic.graph.inspect import export_graphml, report as graph_report
+
+    base = _open(kb)
+    try:
+        data = graph_report(base.db.conn, entity, top)
+        if graphml is not None:
+            data["graphml"] = export_graphml(base.db.conn, graphml)
+    finally:
+        base.close()
+    if json_out:
+        print_json(data)
+        return
+    _print_graph(data)
+
+
+def _print_graph(data: dict[str, Any]) -> None:
+    s = data["size"]
+    levels = ", ".join(f"{k}: {v}" for k, v in s["communities"].items()) or "none"
+    out.print(f"graph ({data['mode']}): {s['entities']} entities, {s['relations']} relations, {s['mentions']} "
+              f"mentions; {s['chunks_extracted']} chunks extracted, {s['chunks_pending']} pending; "
+              f"communities {levels}", highlight=False)
+    t = Table("entity", "type", "chunks", "docs", "degree", "community", title="top entities")
+    for e in data["top_entities"]:
+        t.add_row(escape(e["name"]) + (" (hub)" if e["hub"] else ""), e["type"], str(e["chunks"]),
+                  str(e["documents"]), str(e["degree"]), e["community"])
+    out.print(t)
+    t = Table("community", "level", "size", "summary", title="communities")
+    for c in data["communities"][:20]:
+        t.add_row(c["id"], str(c["level"]), str(c["size"]), escape(c["summary"][:160]))
+    out.print(t)
+    if (e := data.get("entity")) is not None:
+        t = Table("neighbour", "weight", "relations", "description",
+                  title=escape(f"{e['names'][0]} ({', '.join(e['types'])}; {len(e['chunks'])} chunks, community "
+                               f"{e['community'] or 'none'})"))
+        for n in e["neighbours"]:
+            t.add_row(escape(n["name"]), str(n["weight"]), escape(", ".join(n["relations"])),
+                      escape(n["description"][:120]))
+        out.print(t)
+    if (g := data.get("graphml")) is not None:
+        out.print(f"GraphML: {escape(g['path'])} ({g['nodes']} nodes, {g['edges']} edges)", highlight=False)

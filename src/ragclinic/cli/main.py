@@ -57,9 +57,30 @@ def _register() -> None:
     from ragclinic.cli import ask, check, demo, diagnose, eval, ingest, kb, serve, trace  # noqa: F401  (each module adds its commands)
 
 
+# Options whose value may be left out ("ingest --graph" means "--graph fast"): click can do this, typer cannot.
+OPTIONAL_VALUES = {"--graph": ("fast", ("fast", "model"))}
+
+
+def with_optional_values(args: list[str]) -> list[str]:
+    """``args`` with the default value inserted after an option of OPTIONAL_VALUES given without one: when it is
+    last, or followed by another option or an existing path (a word that is neither stays its value, so a typo
+    gets the option's own error)."""
+    from pathlib import Path
+
+    out: list[str] = []
+    for i, a in enumerate(args):
+        out.append(a)
+        if a in OPTIONAL_VALUES:
+            default, values = OPTIONAL_VALUES[a]
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if nxt is None or (nxt not in values and (nxt.startswith("-") or Path(nxt).exists())):
+                out.append(default)
+    return out
+
+
 def main() -> None:
     _register()
-    app()
+    app(args=with_optional_values(sys.argv[1:]))
 
 
 _register()

@@ -40,10 +40,13 @@ class IngestResult:
     chunks: int = 0  # chunks written by this run
     seconds: float = 0.0
     files: int = 0  # files ingested or unchanged (not part of the --json contract, kept for the summary)
+    graph: dict[str, Any] | None = None  # the knowledge graph's sync (graph/sync.py), in a KB with --graph
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("files")
+        if self.graph is None:
+            d.pop("graph")
         d["seconds"] = round(self.seconds, 3)
         return d
 

@@ -21,6 +21,7 @@ from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.gate.qtype import classify_rules
 from ragclinic.pipeline.reason import causal
+from ragclinic.pipeline.reason import graph as graph_path
 from ragclinic.pipeline.reason.ambiguity import assess
 from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
 from ragclinic.pipeline.reason.route import choose_path
@@ -102,6 +103,7 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         per_doc[h.chunk.doc_id] = per_doc.get(h.chunk.doc_id, 0) + 1
         level = doc.tags.get(s.authority_tag)
         passages.append(Passage(len(passages) + 1, h, doc, marks=(f"authority={level}",) if level else ()))
+    graph_out = _expand(ctx, state, passages)
     conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n, judge=ctx.judge)
     marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]
@@ -110,19 +112,83 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
            "filters": dict(req.scope_pairs), "allowed_chunks": state.allowed_chunks}
     if causal_out is not None:
         out["causal_ranking"] = causal_out
+    if graph_out is not None:
+        out["graph"] = graph_out
     return replace(state, passages=tuple(passages), conflicts=tuple(conflicts), excluded=tuple(excluded)), out
+
+
+def _expand(ctx, state: AskState, passages: list[Passage]) -> dict | None:
+    """Graph expansion (reason/graph.py) for a question that is not global, in a KB with a graph: the chunks 1–2
+    hops from the entities it names join ``passages`` (marked ``graph``); → the scope span's record."""
+    from ragclinic.graph.sync import enabled
+
+    s, q = ctx.settings, state.request.question
+    if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
+        return None
+    hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand)
+    docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits])
+    for h in hits:
+        doc = docs.get(h.chunk.doc_id)
+        if doc is not None and all(doc.tags.get(k) == v for k, v in state.request.enforced) and \
+                h.chunk.id not in state.request.quarantine and _allowed(ctx, state, h):
+            passages.append(Passage(len(passages) + 1, h, doc, marks=("graph",)))
+    return record
+
+
+def _allowed(ctx, state: AskState, hit: Hit) -> bool:
+    """A chunk the graph reached is inside the question's scope (the search's pre-filter did not see it)."""
+    if state.allowed_chunks is None:
+        return True
+    res = resolve(ctx.kb.db, state.request.scope, newest_only=ctx.settings.scope_newest_version)
+    return res.allowed is None or hit.rowid in res.allowed
 
 
 def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
     decision, tables = _path(ctx, state, decision, scored)
     amb = assess(state.request.question, scored, ctx.settings.ambiguity_threshold)
+    decision, scored, graph_out = _global(ctx, state, decision, scored)
     out = {"decision": asdict(decision), "supports": {p.n: round(p.support, 4) for p in scored},
            "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored],
            "ambiguity": {**amb.to_json(), "original_question": state.request.original or state.request.question}}
     if tables:
         out["tables"] = [t["name"] for t in tables]
+    out["graph"] = graph_out
     return replace(state, decision=decision, passages=tuple(scored)), out
+
+
+def _global(ctx, state: AskState, decision, scored):
+    """Global and mixed questions (reason/graph.py) in a KB with a graph: the map step over the most relevant
+    communities gives passages citing their chunks — a global question is answered from them alone, a mixed one
+    from them and the chunks. → (decision, passages, the gate span's ``graph`` record)."""
+    from ragclinic.graph.sync import enabled
+
+    s, q = ctx.settings, state.request.question
+    scope_of = graph_path.classify(q, s.graph_global_threshold)
+    kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
+    record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
+    if kind == "specific" or not record["graph"] or decision.route == "clarify" or decision.path == "tools":
+        return decision, scored, record
+    k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
+    mapped = graph_path.community_evidence(ctx.kb, q, k)
+    record["communities"] = [m.to_json() for m in mapped]
+    if not mapped:
+        return decision, scored, record
+    if kind == "global":
+        found = graph_path.community_passages(ctx.kb, mapped, 1)
+    else:
+        have = {p.chunk.id for p in scored}
+        found = [p for p in graph_path.community_passages(ctx.kb, mapped, 1) if p.chunk.id not in have]
+        found = list(scored) + graph_path.renumber(found, len(scored) + 1)
+    if not found:
+        return decision, scored, record
+    record["path"] = "communities" if kind == "global" else "chunks+communities"
+    why = f"{kind} question: mapped over {len(mapped)} communit{'y' if len(mapped) == 1 else 'ies'}"
+    reason = why if decision.route != "answer" or kind == "global" else f"{decision.reason}; {why}"
+    evidence = max(decision.evidence_score if kind == "mixed" else 0.0, max(m.relevance for m in mapped))
+    decision = replace(decision, route="answer", reason=reason, path=kind, path_why=why,
+                       evidence_score=round(min(1.0, evidence), 4))
+    return decision, found, record
 
 
 def _path(ctx, state: AskState, decision, scored):
@@ -335,7 +401,16 @@ def _selection(ctx, state: AskState, passages):
     if not s.context_select or state.request.show_relevance or getattr(ctx.generator, "name", "") != "llm":
         return None
     threshold = relevance_threshold(ctx.judge, s.gate_threshold_judge) if ctx.judge is not None else None
-    return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts)
+    points = {p.n: t for p in passages if (t := graph_path.point_excerpt(p)) is not None}
+    if not points:
+        return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts)
+    # a community passage shows the summary points it holds, and is never ruled out (the map step chose it)
+    rest = select_context(state.request.question, [p for p in passages if p.n not in points], threshold=threshold,
+                          conflicts=state.conflicts)
+    shown = dict(rest.excerpts) | points
+    excerpts = tuple((p.n, shown[p.n]) for p in passages if p.n in shown)
+    full = rest.chars_full + sum(len(" ".join(p.chunk.text.split())) for p in passages if p.n in points)
+    return replace(rest, excerpts=excerpts, chars_full=full, chars_shown=sum(len(t) for _, t in excerpts))
 
 
 def _again(ctx, state: AskState, passages, drafts: list[Draft], variant: int, why: str):

@@ -33,6 +33,7 @@ class AskRequest:
     max_per_doc: int = 0  # scope: at most this many passages per document (0 = no cap)
     show_relevance: bool = False  # generate: the prompt shows each passage's evidence score
     prompt_variant: int = 0  # generate: 0 = the standard prompt; others for voting
+    graph_route: str = ""  # gate: "global" = answer from the graph's communities, whatever the rules said
 
 
 @dataclass(frozen=True)

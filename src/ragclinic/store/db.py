@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import StoreError, disk_problem
-from ragclinic.store import causal, tables
+from ragclinic.store import causal, graph, tables
 from ragclinic.text.headers import index_text
 from ragclinic.types import Chunk, ChunkReport, DocInfo, ParsedDocument, ParseReport
 
@@ -73,7 +73,7 @@ class Database:
             # NORMAL in WAL mode is durable against a killed process (what we promise), not power loss.
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA)
+            self.conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA + graph.SCHEMA)
         except sqlite3.DatabaseError as e:
             if message := disk_problem(e, path.parent):  # the database is fine: its disk is full or read-only
                 raise StoreError(message) from None
@@ -131,6 +131,11 @@ class Database:
     @property
     def version(self) -> int:
         return int(self.meta("kb_version") or 0)
+
+    def bump(self) -> int:
+        """A new KB version without a chunk change (inside the caller's transaction): derived answers such as the
+        knowledge graph's communities changed, so cached answers must not be reused."""
+        return self._bump()
 
     def _bump(self) -> int:
         v = self.version + 1

@@ -33,7 +33,10 @@ class ExtractiveGenerator:
                 if _is_statement(sent):
                     sentences.append((p, sent, content_terms(sent)))
         chosen: list[tuple[int, str]] = []
-        if inp.sub_questions:  # the best sentences for each part (two each for up to two parts)
+        if inp.decision.path in ("global", "mixed"):  # the reduce step: every community point, cited
+            chosen = _points(inp) + (_choose(inp.question, [s for s in sentences if not _is_community(s[0])],
+                                             self.max_sentences, set()) if inp.decision.path == "mixed" else [])
+        elif inp.sub_questions:  # the best sentences for each part (two each for up to two parts)
             per = self.max_sentences if len(inp.sub_questions) <= 2 else 1
             for q in inp.sub_questions:
                 chosen += _choose(q, sentences, per, {s for _, s in chosen})
@@ -52,6 +55,21 @@ class ExtractiveGenerator:
         if on_token:
             on_token(text)
         return Draft(text, "extractive")
+
+
+def _is_community(p) -> bool:
+    return any(m.startswith("community=") for m in p.marks)
+
+
+def _points(inp: GenerateInput) -> list[tuple[int, str]]:
+    """A global answer without a model: each community passage's points (the map step's sentences)."""
+    from ragclinic.pipeline.reason.graph import point_excerpt
+
+    out = []
+    for p in inp.passages:
+        if _is_community(p) and (text := point_excerpt(p)):
+            out += [(p.n, t) for t in text.split(" … ")]
+    return out
 
 
 def _choose(question: str, sentences: list, k: int, seen: set[str]) -> list[tuple[int, str]]:

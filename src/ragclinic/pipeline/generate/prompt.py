@@ -14,6 +14,12 @@ SYSTEM = (
     "Answer the question using only the passages. Answer in one or two sentences and cite the passage "
     "numbers in square brackets. If the answer is not in the passages, say that the documents do not say."
 )
+# Global and mixed questions (reason/graph.py): the passages are the map step's points from several documents.
+SYSTEM_GLOBAL = (
+    "Answer the question using only the passages, which come from different documents. Name each point of the "
+    "passages that answers it in one short sentence, citing the passage number in square brackets. If none does, "
+    "say that the documents do not say."
+)
 SYSTEM_ZH_HINT = "请用中文回答，并在每句话后注明出处编号，例如 [1]。如果段落中没有答案，只回答：文档中没有提到。"
 
 
@@ -48,7 +54,8 @@ def build_messages(inp: GenerateInput) -> list[Message]:
     if notes:
         lines += ["Notes:"] + [f"- {n}" for n in notes] + [""]
     lines += [f"Question: {inp.question}"]
-    system = SYSTEM + (" " + VARIANTS[inp.variant] if inp.variant in VARIANTS else "")
+    base = SYSTEM_GLOBAL if inp.decision.path in ("global", "mixed") else SYSTEM
+    system = base + (" " + VARIANTS[inp.variant] if inp.variant in VARIANTS else "")
     system += "\n" + SYSTEM_ZH_HINT if _is_zh(inp.question) else ""
     return [Message("system", system), Message("user", "\n".join(lines))]
 
