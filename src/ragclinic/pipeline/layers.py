@@ -177,9 +177,12 @@ def _global(ctx, state: AskState, decision, scored):
     if kind == "global":
         found = graph_path.community_passages(ctx.kb, mapped, 1)
     else:
+        # a community point the chunks already hold marks that passage (shown whole); the others are added
+        points = graph_path.community_passages(ctx.kb, mapped, 1)
+        of = {p.chunk.id: next(m for m in p.marks if m.startswith("community=")) for p in points}
+        found = [replace(p, marks=p.marks + (of[p.chunk.id],)) if p.chunk.id in of else p for p in scored]
         have = {p.chunk.id for p in scored}
-        found = [p for p in graph_path.community_passages(ctx.kb, mapped, 1) if p.chunk.id not in have]
-        found = list(scored) + graph_path.renumber(found, len(scored) + 1)
+        found += graph_path.renumber([p for p in points if p.chunk.id not in have], len(scored) + 1)
     if not found:
         return decision, scored, record
     record["path"] = "communities" if kind == "global" else "chunks+communities"

@@ -1,0 +1,123 @@
+"""Global, mixed and specific questions over the graph (pipeline/reason/graph.py, the gate's and scope's graph
+steps): routing, the map step's community passages, the reduce step's cited answer, expansion, the trace."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.pipeline.reason.graph import classify
+
+from graph.helpers import graph_clinic
+
+T = 0.5
+
+
+@pytest.mark.parametrize("q", [
+    "What are the main risks discussed across these reports?",
+    "Which suppliers appear in more than one contract?",
+    "How are the teams in these documents related?",
+    "Summarize the incidents described in the reports.",
+    "总结这些文件中提到的主要安全问题",
+    "哪些供应商出现在不止一份合同中？",
+    "各个团队之间有什么关系？",
+])
+def test_questions_about_the_collection_are_global(q):
+    assert classify(q, T).kind == "global"
+
+
+@pytest.mark.parametrize("q", [
+    "When did Halvorsen Marine sign the contract with Nordtek Components?",
+    "Who manages the Gdynia Plant?",
+    "How many plates does Fjordline Steel ship each month?",
+    "华联精密在哪一年签订了合同？",
+    "陈晓东是谁？",
+])
+def test_questions_about_one_fact_are_specific(q):
+    assert classify(q, T).kind == "specific"
+
+
+@pytest.mark.parametrize("q", ["Across all documents, what roles has Nordtek Components played?",
+                               "这些文件中，华联精密承担了哪些主要工作？"])
+def test_a_global_question_that_names_an_entity_is_mixed(q):
+    s = classify(q, T)
+    assert s.kind == "mixed" and s.entities
+
+
+def _trace(c, q):
+    res = c.consult(q, doctor=False, cache=False)
+    return res, res.trace
+
+
+def test_a_global_question_is_answered_from_community_points_with_citations(tmp_path):
+    with graph_clinic(tmp_path) as c:
+        res, t = _trace(c, "What are the main risks discussed across these reports?")
+        gate = t.span("gate").outputs
+        assert gate["graph"]["kind"] == "global" and gate["graph"]["path"] == "communities"
+        assert gate["decision"]["path"] == "global" and gate["decision"]["route"] == "answer"
+        assert gate["graph"]["communities"] and all(m["points"] for m in gate["graph"]["communities"])
+        passages = gate["passages"]
+        assert passages and all(any(m.startswith("community=") for m in p["marks"]) for p in passages)
+        answer = res.answer
+        assert answer.route == "answer" and answer.citations
+        cited_chunks = {x.chunk_id for x in answer.citations}
+        point_chunks = {p["chunk_id"] for m in gate["graph"]["communities"] for p in m["points"]}
+        assert cited_chunks <= point_chunks
+        assert "corrosion" in answer.text.lower() or "late deliveries" in answer.text.lower()
+
+
+def test_the_same_kb_without_a_graph_answers_global_questions_from_chunks(tmp_path):
+    with graph_clinic(tmp_path, mode="") as c:
+        _, t = _trace(c, "What are the main risks discussed across these reports?")
+        g = t.span("gate").outputs["graph"]
+        assert g["kind"] == "global" and g["graph"] is False and g["path"] == "chunks"
+        assert t.span("gate").outputs["decision"]["path"] == "direct"
+
+
+def test_a_global_answer_replays_frozen_and_reruns_from_the_gate(tmp_path):
+    with graph_clinic(tmp_path) as c:
+        res, t = _trace(c, "Which suppliers appear in more than one contract?")
+        assert c.replay(t.id).text == res.answer.text
+        assert c.rerun(t.id, "gate").text == res.answer.text
+
+
+def test_the_model_reduces_the_points_with_the_global_prompt(tmp_path):
+    model = ScriptedLanguageModel(["Late deliveries by Nordtek Components are a supply risk [1]. Corrosion of hull "
+                                   "plates was reported [2]."], yes_prob=0.9)
+    with graph_clinic(tmp_path, mode="", model=model) as c:
+        pass
+    with graph_clinic(tmp_path / "g", model=model) as c:
+        res, t = _trace(c, "What are the main risks discussed across these reports?")
+        system = next(m.content for kind, msgs in model.calls if kind == "chat" for m in msgs if m.role == "system")
+        assert "different documents" in system
+        shown = t.span("generate").outputs["context"]["shown"]
+        assert shown and all(len(text) < 400 for text in shown.values())  # the points, not whole chunks
+
+
+def test_a_mixed_question_gets_chunks_and_communities(tmp_path):
+    with graph_clinic(tmp_path, top_k=2, context_k=2) as c:
+        _, t = _trace(c, "Across all documents, what roles has Nordtek Components played?")
+        gate = t.span("gate").outputs
+        assert gate["graph"]["kind"] == "mixed" and gate["decision"]["path"] == "mixed"
+        chunks = [p["hit"]["chunk"]["id"] for p in t.span("scope").outputs["passages"]]
+        assert [p["hit"]["chunk"]["id"] for p in gate["passages"]][:len(chunks)] == chunks  # the chunks first
+        assert any(any(m.startswith("community=") for m in p["marks"]) for p in gate["passages"])
+        ns = [p["n"] for p in gate["passages"]]
+        assert ns == list(range(1, len(ns) + 1))
+
+
+def test_a_specific_question_follows_the_graph_to_a_chunk_the_search_missed(tmp_path):
+    with graph_clinic(tmp_path, top_k=1, context_k=1) as c:
+        _, t = _trace(c, "Which valves does Erik Dahl review from Nordtek Components for the Bergen Yard?")
+        g = t.span("scope").outputs["graph"]
+        assert "erik dahl" in g["seeds"] and "nordtek components" in g["seeds"]
+        passages = t.span("scope").outputs["passages"]
+        added = [p for p in passages if "graph" in p["marks"]]
+        assert len(added) == len(g["added"]) == 1
+        assert g["paths"][0]["path"][0] in g["seeds"]
+
+
+def test_expansion_can_be_turned_off(tmp_path):
+    with graph_clinic(tmp_path, top_k=1, context_k=1, graph_expand=0) as c:
+        _, t = _trace(c, "Which valves does Erik Dahl review from Nordtek Components for the Bergen Yard?")
+        assert "graph" not in t.span("scope").outputs
