@@ -193,7 +193,7 @@ class Settings(BaseSettings):
                                                 "communities at ingest (`ingest --graph [fast|model]`; once set, the "
                                                 "knowledge base keeps it current) for questions about the whole "
                                                 "collection. fast: rules; model: the language model extracts.")
-    graph_global_threshold: float = Field(0.5, ge=0.0, le=1.01, description="Score from which the gate treats a "
+    graph_global_threshold: float = Field(0.31, ge=0.0, le=1.01, description="Score from which the gate treats a "
                                           "question as global (about the whole collection), chosen on the dev half of "
                                           "bench/graph/questions.jsonl (docs/graph.md).")
     graph_communities_k: int = Field(6, ge=1, le=30, description="Communities a global question's answer is mapped "

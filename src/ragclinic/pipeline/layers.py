@@ -234,6 +234,8 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         unbacked = declined or unbacked
     if route == "answer" and d.question_type == "causal":
         text, claims = _causal_direction(ctx, state, text, claims, flags)
+    if route == "answer" and d.path in ("global", "mixed") and generator != "extractive":
+        text, claims = _with_points(ctx, state, text, claims, flags)
     flags += [f"instruction_removed: {where}" for where in removal_places(state.excluded)]
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
@@ -259,6 +261,30 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+GLOBAL_POINTS = 10  # map-step points listed under a global answer
+
+
+def _with_points(ctx, state: AskState, text: str, claims, flags: list[str]):
+    """A global answer lists the map step's points it rests on, each cited (a small model's reduce names two or
+    three of them; the list keeps the breadth the communities gave). Points the answer already quotes are not
+    repeated. The claims are checked again on the whole text."""
+    from ragclinic.text.lang import language_of
+
+    seen = " ".join(text.split())
+    lines = []
+    for p in state.passages:
+        for point in (graph_path.point_excerpt(p) or "").split(" … "):
+            if point and point not in seen and len(lines) < GLOBAL_POINTS:
+                lines.append(f"- {point.rstrip()} [{p.n}]")
+                seen += " " + point
+    if not lines:
+        return text, claims
+    head = "文档中的要点：" if language_of(state.request.question) == "zh" else "Points from the documents:"
+    text = f"{text}\n{head}\n" + "\n".join(lines)
+    flags.append(f"graph_points: {len(lines)} point(s) of the communities listed under the answer")
+    return text, check_claims(text, state.passages, ctx.judge, ctx.settings, state.request.question)
 
 
 _CHAIN_NOTE = {

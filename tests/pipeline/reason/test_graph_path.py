@@ -106,18 +106,29 @@ def test_a_mixed_question_gets_chunks_and_communities(tmp_path):
         assert ns == list(range(1, len(ns) + 1))
 
 
+Q_BRIDGE = "Piotr Nowak asked someone to inspect the welds: which team does that person lead at the Bergen Yard?"
+
+
 def test_a_specific_question_follows_the_graph_to_a_chunk_the_search_missed(tmp_path):
     with graph_clinic(tmp_path, top_k=1, context_k=1) as c:
-        _, t = _trace(c, "Which valves does Erik Dahl review from Nordtek Components for the Bergen Yard?")
+        _, t = _trace(c, Q_BRIDGE)
         g = t.span("scope").outputs["graph"]
-        assert "erik dahl" in g["seeds"] and "nordtek components" in g["seeds"]
+        assert {"piotr nowak", "bergen yard"} <= set(g["seeds"]) and g["missing"] == ["bergen yard"]
         passages = t.span("scope").outputs["passages"]
         added = [p for p in passages if "graph" in p["marks"]]
         assert len(added) == len(g["added"]) == 1
-        assert g["paths"][0]["path"][0] in g["seeds"]
+        assert "Maja Lund leads Hull Engineering at the Bergen Yard" in added[0]["hit"]["chunk"]["text"]
+        assert g["paths"][0]["path"][0] in g["seeds"] and len(g["paths"][0]["path"]) >= 2
+
+
+def test_a_question_whose_entities_the_search_found_gains_nothing(tmp_path):
+    with graph_clinic(tmp_path) as c:
+        _, t = _trace(c, "Who manages the Gdynia Plant?")
+        g = t.span("scope").outputs["graph"]
+        assert g["missing"] == [] and g["added"] == []
 
 
 def test_expansion_can_be_turned_off(tmp_path):
     with graph_clinic(tmp_path, top_k=1, context_k=1, graph_expand=0) as c:
-        _, t = _trace(c, "Which valves does Erik Dahl review from Nordtek Components for the Bergen Yard?")
+        _, t = _trace(c, Q_BRIDGE)
         assert "graph" not in t.span("scope").outputs

@@ -4,9 +4,10 @@
   risks", "which ... appear in more than one", "总结", "哪些 ... 不止一份"; against them a number, a year, "when",
   "how much") combined into a score, and a threshold chosen on the dev half of bench/graph/questions.jsonl. A
   global-scoring question that names an entity is mixed.
-- ``expand`` (specific and mixed): the entities the question names, found in the top chunks or anywhere in the
-  graph, are followed one hop (a relation of a named entity) or two (named — X — another named entity); the chunks
-  stating those relations that the search missed join the context, at most ``graph_expand``.
+- ``expand`` (specific and mixed): when the question names an entity (or noun phrase) of the graph that none of the
+  top chunks mentions, the named entities are followed one hop (a relation of a named entity) or two (named — X —
+  another named entity); the chunks stating those relations that bring a missing entity join the context, at most
+  ``graph_expand``. A question whose entities the search already found gains nothing (no noise for specific ones).
 - ``community_evidence`` (global and mixed): the communities most relevant to the question (e5 similarity of their
   summary, and the question's words in it) — the map step takes the summary sentences of each that bear on the
   question, as passages citing their chunks; the generator's reduce step writes one cited answer over them.
@@ -45,6 +46,10 @@ _GLOBAL_CUES = [
     (r"\b(?:mentioned|discussed|described|reported|covered|raised) (?:in|across|throughout)\b", 1.0),
     (r"\bthroughout\b|\bcollection\b|\bcorpus\b|\bthe whole\b", 1.0),
     (r"\bwhat (?:risks|themes|issues|problems|lessons|roles|suppliers|teams|projects|incidents|measures)\b", 1.0),
+    # a list question: "what <category, plural> does/do/are ...", "... are described?", "at each"
+    (r"^what (?:\w+ ){0,2}\w{3,}s (?:does|do|did|are|were|have|has)\b", 1.5),
+    (r"\b(?:are|were|is) (?:described|discussed|mentioned|reported|listed|given|named)\??$", 1.5),
+    (r"\b(?:report|say|tell us) about\b|\bat each\b|\bfor each\b", 1.0),
 ]
 _GLOBAL_CUES_ZH = [
     (r"(?:这些|所有|全部|各|多份|几份|整个|各个|上述)(?:文件|文档|报告|合同|材料|资料|记录|文章|纪要|公告)", 2.5),
@@ -55,6 +60,8 @@ _GLOBAL_CUES_ZH = [
     (r"(?:之间|相互).{0,4}(?:关系|联系|关联|合作|配合)|有何关联|如何(?:合作|协作|关联|联系|配合)", 2.0),
     (r"^(?:哪些|有哪些|列出|列举)", 1.2),
     (r"(?:提到|涉及|出现|讨论|描述)(?:了)?(?:哪些|的所有)", 1.2),
+    (r"了哪些|有哪些(?:\w{0,4})(?:和|及)", 1.5),  # "采取了哪些措施", "披露了哪些数字": a list of what was reported
+    (r"^(?:文件|文档|报告|材料)(?:中|里)", 1.5),
 ]
 _SPECIFIC_CUES = [
     (r"\b(?:when|what year|what date|how much|how many|how long|how old|at what|which year)\b", 1.2),
@@ -136,30 +143,40 @@ def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[
     } if have else set()
     seeds = sorted(keys, key=lambda k: (k not in in_top, keys.index(k)))
     record["seeds"] = seeds
+    missing = [k for k in keys if k not in in_top]
+    record["missing"] = missing
+    if not missing:  # the search found every entity the question names: nothing for the graph to add
+        return [], record
     q_terms = content_terms(question)
     score: dict[str, float] = defaultdict(float)
-    paths: dict[str, list[str]] = {}
+    paths: dict[str, tuple[float, list[str]]] = {}  # chunk → the path that gave it most
+
+    def credit(chunk_id: str, gain: float, path: list[str]) -> None:
+        score[chunk_id] += gain
+        if chunk_id not in paths or gain > paths[chunk_id][0]:
+            paths[chunk_id] = (gain, path)
+
     for s in seeds:
         for other, chunk_id, w in _relations(conn, s):
             if other in seeds:  # a relation between two named entities: the strongest evidence
-                score[chunk_id] += 2.0 * w
-                paths.setdefault(chunk_id, [s, other])
+                credit(chunk_id, 2.0 * w, [s, other])
                 continue
-            score[chunk_id] += 0.5 * w
-            paths.setdefault(chunk_id, [s, other])
+            credit(chunk_id, 0.5 * w, [s, other])
             for third, chunk2, w2 in _relations(conn, other):  # two hops: named — X — another named entity
                 if third in seeds and third != s:
-                    score[chunk2] += 1.0 * w2
-                    paths.setdefault(chunk2, [s, other, third])
+                    credit(chunk2, 1.0 * w2, [s, other, third])
     texts = _texts(conn, [c for c in score if c not in have])
     ranked = []
     for chunk_id, text in texts.items():
-        named = sum(1 for k in seeds if k in normalise(text))
+        low = normalise(text)
+        named = sum(1 for k in seeds if k in low)
+        if not any(k in low for k in missing):  # a chunk the graph adds brings an entity the passages lack
+            continue
         if named >= 2 or weighted_coverage(q_terms, text) >= 0.3:
             ranked.append((named, score[chunk_id], chunk_id))
     ranked.sort(reverse=True)
     chosen = [c for _, _, c in ranked[:limit]]
-    record["paths"] = [{"chunk_id": c, "path": paths[c]} for c in chosen]
+    record["paths"] = [{"chunk_id": c, "path": paths[c][1]} for c in chosen]
     record["added"] = chosen
     return _hits(kb, chosen), record
 
@@ -201,33 +218,74 @@ class Mapped:
                 "points": [{"text": p.text, "chunk_id": p.chunk_id} for p in self.points]}
 
 
-def community_evidence(kb, question: str, k: int, points_each: int = 2) -> list[Mapped]:
-    """The map step: the ``k`` level-0 communities most relevant to ``question``, each with its summary points
-    that bear on it (the most central one when none shares a word with the question)."""
+def community_evidence(kb, question: str, k: int, points_each: int = 3) -> list[Mapped]:
+    """The map step: the ``k`` level-0 communities most relevant to ``question`` (their summary's e5 similarity
+    and words), and from each the chunks of its members that bear most on the question (their stored e5 vectors,
+    else their words), each chunk's best sentences as the community's points. A chunk serves one community."""
     found = store.communities(kb.db.conn, level=0)
     if not found:
         return []
     q_terms = content_terms(question) - _GLOBAL_WORDS or content_terms(question)
+    qv = kb.embedder.embed_queries([question])[0] if kb.embedder is not None else None
     lexical = np.array([weighted_coverage(q_terms, f"{c.title} {c.summary} {' '.join(c.members)}") for c in found])
     dense = np.zeros(len(found))
-    if kb.embedder is not None and all(c.embedding for c in found):
-        qv = kb.embedder.embed_queries([question])[0]
+    if qv is not None and all(c.embedding for c in found):
         mat = np.stack([np.frombuffer(c.embedding, np.float32) for c in found])
         if mat.shape[1] == qv.shape[0]:
-            cos = mat @ qv
-            dense = np.clip((cos - cos.mean()) / (cos.std() + 1e-6), -3, 3) / 6 + 0.5  # relative to the others
+            dense = _relative(mat @ qv)
     relevance = 0.6 * lexical + 0.4 * dense if dense.any() else lexical
     order = [i for i in np.argsort(-relevance, kind="stable") if relevance[i] > 0][:k]
     best = float(relevance[order[0]]) if order else 0.0
-    out = []
+    out, used = [], set()
     for i in order:
-        if relevance[i] < 0.35 * best:
+        if relevance[i] < MIN_SHARE * best:
             break
         c = found[i]
-        ranked = sorted(c.points, key=lambda p: -weighted_coverage(q_terms, p.text))
-        useful = [p for p in ranked if weighted_coverage(q_terms, p.text) > 0][:points_each] or list(c.points[:1])
-        out.append(Mapped(c, float(relevance[i]), tuple(useful)))
+        points = _community_points(kb, c, question, q_terms, qv, used, points_each)
+        used.update(p.chunk_id for p in points)
+        out.append(Mapped(c, float(relevance[i]), tuple(points) or c.points[:1]))
     return out
+
+
+MIN_SHARE = 0.2  # a community below this share of the best one's relevance is not mapped
+
+
+def _relative(scores: np.ndarray) -> np.ndarray:
+    """Scores as 0..1 relative to each other (e5 cosines sit in a narrow band)."""
+    return np.clip((scores - scores.mean()) / (scores.std() + 1e-6), -3, 3) / 6 + 0.5
+
+
+def _community_points(kb, c: store.Community, question: str, q_terms, qv, used: set[str],
+                      limit: int) -> list[store.Point]:
+    """The community's chunks (those naming its members) nearest the question; of each, the sentence that best
+    matches the question's words (one naming a member wins a tie)."""
+    conn = kb.db.conn
+    members = list(c.members)
+    mentions: dict[str, set[int]] = defaultdict(set)
+    for chunk_id, sentence in conn.execute(
+            f"SELECT chunk_id, sentence FROM graph_mentions WHERE entity IN ({','.join('?' * len(members))})",
+            members):
+        if chunk_id not in used:
+            mentions[chunk_id].add(sentence)
+    if not mentions:
+        return []
+    ids = list(mentions)[:400]
+    rows = conn.execute(f"SELECT chunk_id, doc_id, text, language, embedding FROM chunks WHERE chunk_id IN "
+                        f"({','.join('?' * len(ids))})", ids).fetchall()
+    if qv is not None and rows and all(r[4] for r in rows):
+        near = [float(np.frombuffer(r[4], np.float32) @ qv) for r in rows]
+    else:
+        near = [weighted_coverage(q_terms, r[2]) for r in rows]
+    points = []
+    for _, (chunk_id, doc_id, text, language, _) in sorted(zip(near, rows), key=lambda x: -x[0])[:limit]:
+        spans = split_sentences(text, language="zh" if language == "zh" else None)
+        sentences = [" ".join(text[a:b].split()) for a, b in spans]
+        named = mentions[chunk_id]
+        if sentences:
+            pick = max(range(len(sentences)), key=lambda i: (weighted_coverage(q_terms, sentences[i]) +
+                                                             0.1 * (i in named), -i))
+            points.append(store.Point(sentences[pick], chunk_id, doc_id))
+    return points
 
 
 def community_passages(kb, mapped: Sequence[Mapped], start: int) -> list[Passage]:
