@@ -95,4 +95,5 @@ def test_a_treatment_proposes_runnable_changes_of_its_own_name(treat, runs):
 _SITUATIONAL = {"clarify": "an interactive session", "readings": "a language model to name the readings",
                 "refine": "a language model", "vote": "a language model", "rerank": "a model judge",
                 "aspect_search": "a missing aspect's parts, found by the e5 or model tier",
-                "state_conflict": "a conflict the scope layer marked"}
+                "state_conflict": "a conflict the scope layer marked",
+                "use_communities": "a knowledge base with a graph (tests/doctor/test_graph_symptom.py)"}

@@ -10,6 +10,7 @@ from typing import Any
 
 from ragclinic.debugger.answer import probe_gate, probe_generate
 from ragclinic.debugger.base import LAYERS, Case, Expectation, LayerReport, not_reached
+from ragclinic.debugger.graph import probe_graph
 from ragclinic.debugger.search import probe_retrieve, probe_scope
 from ragclinic.debugger.source import probe_chunk, probe_parse
 from ragclinic.errors import RagclinicError
@@ -23,7 +24,7 @@ assert tuple(PROBES) == LAYERS
 
 @dataclass(frozen=True)
 class Diagnosis:
-    verdict: str  # a layer, or "none" when the answer is right (or no probe failed)
+    verdict: str  # a layer (or "graph" in a KB with a graph), or "none" when the answer is right / no probe failed
     layers: dict[str, LayerReport]
     suggestion: str
     trace_id: str
@@ -74,7 +75,15 @@ class Debugger:
         case = Case(self.pipeline, trace, expect)
         case.satisfied = expect.satisfied_by(trace.final)
         layers = {name: _run(probe, case) for name, probe in PROBES.items()}
-        first = next((name for name in LAYERS if layers[name].status == "fault"), None)
+        order = list(LAYERS)
+        graph = _run(probe_graph, case)
+        if graph is not None:  # a knowledge base with a graph: its probe reports as the "graph" layer
+            layers["graph"] = graph
+            # a question answered over communities rests on the graph before the search; otherwise the graph
+            # only adds to what the search found (expansion), so it is judged after the scope
+            global_path = graph.evidence.get("path") not in (None, "", "chunks")
+            order.insert(order.index("retrieve") if global_path else order.index("gate"), "graph")
+        first = next((name for name in order if layers[name].status == "fault"), None)
         verdict = "none" if case.satisfied or first is None else first
         if verdict != "none":
             suggestion = layers[verdict].suggestion
@@ -91,7 +100,7 @@ class Debugger:
                          case.satisfied)
 
 
-def _run(probe: Callable[[Case], LayerReport], case: Case) -> LayerReport:
+def _run(probe: Callable[[Case], LayerReport | None], case: Case) -> LayerReport | None:
     try:
         return probe(case)
     except Exception as e:  # noqa: BLE001 - a probe that cannot run says why; the others still report

@@ -202,6 +202,10 @@ class Doctor:
         if injected and a.route == "answer":  # no repair beat it: the user must know what the answer rests on
             text += sep + render("injected", q, titles=", ".join(injected[0].data.get("titles", ())))
             flags.append(f"injected_instruction: {injected[0].evidence[:80]}")
+        partial = [x for x in present(current.symptoms, s.doctor_threshold) if x.name == "global_no_community"]
+        if partial and a.route != "clarify":  # top-k chunks cannot speak for a collection: say so, and the fix
+            text += sep + render("global_partial", q, fix=partial[0].data.get("fix", ""))
+            flags.append(f"global_no_community: {partial[0].evidence[:120]}")
         weak = [x.name for x in present(current.symptoms, s.doctor_threshold) if x.name in _GENERATION]
         if weak and a.route == "answer":
             if s.doctor_weak_answer == "refuse":

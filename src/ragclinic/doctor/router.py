@@ -13,7 +13,7 @@ from ragclinic.doctor.symptoms import Exam, Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 
 ORDER = ("injected_instruction", "ambiguous", "compound", "term_mismatch", "low_relevance", "missing_aspect",
-         "homogeneous_context", "noisy_context", "conflicting_evidence", "false_premise", "contradicted_claim",
+         "homogeneous_context", "noisy_context", "global_no_community", "conflicting_evidence", "false_premise", "contradicted_claim",
          "unsupported_claim", "self_contradiction", "citation_error", "ignored_context", "off_topic")
 
 ROUTES: dict[str, tuple[str, ...]] = {
@@ -25,6 +25,7 @@ ROUTES: dict[str, tuple[str, ...]] = {
     "missing_aspect": ("aspect_search",),
     "homogeneous_context": ("diversify",),
     "noisy_context": ("filter_context",),
+    "global_no_community": ("use_communities",),
     "conflicting_evidence": ("state_conflict",),
     "false_premise": ("vote",),  # the prompt already carries the premise warning; a variant may heed it
     "contradicted_claim": ("refine",),

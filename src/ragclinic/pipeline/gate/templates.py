@@ -18,6 +18,8 @@ _TEXT = {
         "refined": "The documents do not say more than this: {k} statement(s) the sources could not confirm were "
                    "left out.",
         "incomplete": "Note: the documents do not confirm every part of this answer; it may be incomplete.",
+        "global_partial": "Note: this question is about the whole collection, and the passages searched are a "
+                          "few of them only; {fix}.",
         "quarantined": "Note: {k} retrieved passage(s) were set aside because they contained instructions to "
                        "the assistant ({titles}).",
         "prefer": "[{n}] is the {why} source.",
@@ -36,6 +38,7 @@ _TEXT = {
         "false_premise": "文档内容与问题的前提相矛盾。",
         "refined": "文档中没有提到更多内容：有{k}处无法由文档证实的说法已删去。",
         "incomplete": "注意：文档没有证实这个回答的每一部分，回答可能不完整。",
+        "global_partial": "注意：这个问题涉及整个文档集，而检索到的只是其中少数段落；{fix}。",
         "quarantined": "注意：有{k}个检索到的段落因包含针对助手的指令而被排除（{titles}）。",
         "prefer": "[{n}]是{why}的来源。",
         "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",

@@ -1,0 +1,95 @@
+"""The graph probe (issue 20 §5): in a knowledge base with a graph, what the graph knew of the expected answer.
+
+In order: **entity missing** (the expected answer is written in the chunks but the extractor made no entity of it),
+**relation missing** (the question's entities and the answer's are in the graph, but no relation within two hops
+joins them, so expansion could not reach it), **community summary missing the point** (a global or mixed question:
+the expected answer is in a community's chunks, but the map step's points for it did not carry it — or that
+community was not among those mapped). ``None`` when the knowledge base has no graph.
+"""
+
+from __future__ import annotations
+
+from ragclinic.debugger.base import Case, LayerReport, fault, ok
+from ragclinic.graph.extract import normalise
+from ragclinic.pipeline.reason.graph import question_entities
+
+FIX_ENTITY = ("the fast extractor takes capitalised names, acronyms, two-word noun phrases and jieba's proper nouns "
+              "for entities; re-ingest with --graph model to have the language model extract typed entities")
+FIX_RELATION = ("the two are never named in one sentence (fast mode relates what one sentence names); --graph model "
+                "extracts relations the text states across sentences")
+FIX_POINTS = "map more of each community: raise graph_communities_k (RAGCLINIC_GRAPH_COMMUNITIES_K)"
+FIX_MAPPED = "the community holding it was not among those mapped: raise graph_communities_k, or ask with its words"
+
+
+def probe_graph(case: Case) -> LayerReport | None:
+    from ragclinic.graph.sync import enabled
+
+    kb = case.kb
+    if not enabled(kb):
+        return None
+    conn = kb.db.conn
+    span = case.trace.span("gate")
+    g = (span.outputs.get("graph") if span is not None else None) or {}
+    answers = case.expect.texts
+    known = lambda key: conn.execute("SELECT 1 FROM graph_mentions WHERE entity = ? LIMIT 1",  # noqa: E731
+                                     [key]).fetchone() is not None
+    q_keys = [k for k in question_entities(case.trace.query) if known(k)]
+    evidence = {"kind": g.get("kind", ""), "path": g.get("path", ""), "question_entities": q_keys,
+                "communities": [c["id"] for c in g.get("communities", [])]}
+    written = [a for a in answers if _chunks_with(conn, a)]
+    keys = [normalise(a) for a in written if known(normalise(a)) or known(normalise(a, "phrase"))]
+    if written and not keys and all(len(a) >= 2 for a in written):
+        where = _chunks_with(conn, written[0])[:3]
+        return fault(f"entity missing: {written[0]!r} is written in {len(where)} chunk(s) but is no entity of the "
+                     f"graph", FIX_ENTITY, chunks=where, **evidence)
+    if keys and q_keys and g.get("kind") != "global":
+        reach = _within(conn, q_keys, 2)
+        if not any(k in reach for k in keys):
+            return fault(f"relation missing: no relation within two hops joins {', '.join(q_keys)} and {keys[0]!r}",
+                         FIX_RELATION, answer_entity=keys[0], **evidence)
+    if answers and g.get("path") not in (None, "", "chunks"):
+        shown = " ".join(p["text"] for c in g.get("communities", []) for p in c["points"]).lower()
+        if not any(a.lower() in shown for a in answers):
+            holder = _community_holding(conn, written)
+            mapped = set(evidence["communities"])
+            if holder and holder in mapped:
+                return fault(f"community summary missing the point: community {holder} holds {written[0]!r}, but "
+                             f"the points mapped from it do not", FIX_POINTS, community=holder, **evidence)
+            if holder:
+                return fault(f"community {holder} holds {written[0]!r} but was not mapped", FIX_MAPPED,
+                             community=holder, **evidence)
+    return ok("the graph holds what the answer needs" if keys or not answers else "nothing the graph could add",
+              **evidence)
+
+
+def _chunks_with(conn, text: str) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT chunk_id FROM chunks WHERE instr(lower(text), lower(?)) > 0 LIMIT 20",
+                                       [text])]
+
+
+def _within(conn, seeds: list[str], hops: int) -> set[str]:
+    seen, frontier = set(seeds), set(seeds)
+    for _ in range(hops):
+        nxt = set()
+        for e in frontier:
+            nxt.update(r[0] for r in conn.execute(
+                "SELECT CASE WHEN source = ? THEN target ELSE source END FROM graph_relations WHERE source = ? OR "
+                "target = ? LIMIT 2000", [e, e, e]))
+        frontier = nxt - seen
+        seen |= nxt
+    return seen
+
+
+def _community_holding(conn, answers: list[str]) -> str:
+    """The level-0 community most of whose members' chunks hold one of ``answers``."""
+    for a in answers:
+        chunks = _chunks_with(conn, a)
+        if not chunks:
+            continue
+        rows = conn.execute(
+            "SELECT b.community_id, COUNT(*) FROM graph_mentions m JOIN graph_membership b ON b.entity = m.entity "
+            f"AND b.level = 0 WHERE m.chunk_id IN ({','.join('?' * len(chunks))}) GROUP BY b.community_id "
+            "ORDER BY COUNT(*) DESC LIMIT 1", chunks).fetchone()
+        if rows:
+            return rows[0]
+    return ""
