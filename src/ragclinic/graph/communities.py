@@ -262,7 +262,7 @@ def summary_points(conn: sqlite3.Connection, members: Sequence[str], g: EntityGr
         spans = split_sentences(text, language="zh" if lang == "zh" else None)
         sentences[chunk_id] = [" ".join(text[a:b].split()) for a, b in spans]
     candidates = {k: v for k, v in found.items() if k[1] < len(sentences.get(k[0], ())) and
-                  _statement(sentences[k[0]][k[1]])}
+                  statement(sentences[k[0]][k[1]])}
     while candidates and len(chosen) < limit:
         def gain(key):
             ents = candidates[key]
@@ -278,7 +278,7 @@ def summary_points(conn: sqlite3.Connection, members: Sequence[str], g: EntityGr
     return [Point(sentences[chunk_id][idx], chunk_id, docs[chunk_id]) for chunk_id, idx in chosen]
 
 
-def _statement(sentence: str) -> bool:
+def statement(sentence: str) -> bool:
     """A sentence, not a heading or a title line: ends like a sentence, or is long."""
     return sentence.rstrip()[-1:] in ".!?。！？；;:：)）\"”" or len(sentence.split()) >= 12 or \
         (not sentence.isascii() and len(sentence) >= 25)

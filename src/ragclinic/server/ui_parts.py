@@ -79,7 +79,20 @@ def trace_context(t, answer_html, db=None) -> dict[str, Any]:
     a = t.answer
     return {"t": t, "answer_html": answer_html(a.text, a.citations, t.id), "waterfall": waterfall(t),
             "hits": _hits(t, db), "provenance": _provenance(t, db), "excluded": t.state_after("scope").excluded if t.span("scope") else (),
-            "decision": t.state_after("gate").decision if t.span("gate") else None}
+            "decision": t.state_after("gate").decision if t.span("gate") else None, "graph": graph_view(t)}
+
+
+def graph_view(t) -> dict[str, Any] | None:
+    """The knowledge graph's part of a trace (issue 20): the question's scope, the communities mapped and their
+    points, the entities and paths of expansion; None when the trace has neither."""
+    gate = (t.span("gate").outputs.get("graph") if t.span("gate") else None) or {}
+    scope = (t.span("scope").outputs.get("graph") if t.span("scope") else None) or {}
+    if not gate and not scope:
+        return None
+    return {"kind": gate.get("kind", ""), "score": gate.get("score", 0.0), "cues": gate.get("cues", []),
+            "enabled": gate.get("graph", False), "path": gate.get("path", ""),
+            "communities": gate.get("communities", []), "seeds": scope.get("seeds", []),
+            "missing": scope.get("missing", []), "paths": scope.get("paths", []), "added": scope.get("added", [])}
 
 
 def waterfall(t) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ragclinic.graph.communities import statement
 from ragclinic.graph.extract import _chinese_entities, _english_entities, normalise
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.store import graph as store
@@ -281,9 +282,9 @@ def _community_points(kb, c: store.Community, question: str, q_terms, qv, used: 
         spans = split_sentences(text, language="zh" if language == "zh" else None)
         sentences = [" ".join(text[a:b].split()) for a, b in spans]
         named = mentions[chunk_id]
-        if sentences:
-            pick = max(range(len(sentences)), key=lambda i: (weighted_coverage(q_terms, sentences[i]) +
-                                                             0.1 * (i in named), -i))
+        real = [i for i, x in enumerate(sentences) if statement(x)]  # not a heading or a title line
+        if real:
+            pick = max(real, key=lambda i: (weighted_coverage(q_terms, sentences[i]) + 0.1 * (i in named), -i))
             points.append(store.Point(sentences[pick], chunk_id, doc_id))
     return points
 
