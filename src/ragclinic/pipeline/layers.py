@@ -21,7 +21,8 @@ from ragclinic.pipeline.generate.phrasing import tidy_citations
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.gate.qtype import classify_rules
 from ragclinic.pipeline.reason import causal
-from ragclinic.pipeline.reason import graph as graph_path
+from ragclinic.pipeline.reason import graph_steps
+from ragclinic.pipeline.reason.graph import point_excerpt
 from ragclinic.pipeline.reason.ambiguity import assess
 from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
 from ragclinic.pipeline.reason.route import choose_path
@@ -103,7 +104,7 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         per_doc[h.chunk.doc_id] = per_doc.get(h.chunk.doc_id, 0) + 1
         level = doc.tags.get(s.authority_tag)
         passages.append(Passage(len(passages) + 1, h, doc, marks=(f"authority={level}",) if level else ()))
-    graph_out = _expand(ctx, state, passages)
+    graph_out = graph_steps.expand_passages(ctx, state, passages)
     conflicts = find_conflicts(state.request.question, passages, s.conflict_top_n, judge=ctx.judge)
     marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]
@@ -117,37 +118,11 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     return replace(state, passages=tuple(passages), conflicts=tuple(conflicts), excluded=tuple(excluded)), out
 
 
-def _expand(ctx, state: AskState, passages: list[Passage]) -> dict | None:
-    """Graph expansion (reason/graph.py) for a question that is not global, in a KB with a graph: the chunks 1–2
-    hops from the entities it names join ``passages`` (marked ``graph``); → the scope span's record."""
-    from ragclinic.graph.sync import enabled
-
-    s, q = ctx.settings, state.request.question
-    if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
-        return None
-    hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand)
-    docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits])
-    for h in hits:
-        doc = docs.get(h.chunk.doc_id)
-        if doc is not None and all(doc.tags.get(k) == v for k, v in state.request.enforced) and \
-                h.chunk.id not in state.request.quarantine and _allowed(ctx, state, h):
-            passages.append(Passage(len(passages) + 1, h, doc, marks=("graph",)))
-    return record
-
-
-def _allowed(ctx, state: AskState, hit: Hit) -> bool:
-    """A chunk the graph reached is inside the question's scope (the search's pre-filter did not see it)."""
-    if state.allowed_chunks is None:
-        return True
-    res = resolve(ctx.kb.db, state.request.scope, newest_only=ctx.settings.scope_newest_version)
-    return res.allowed is None or hit.rowid in res.allowed
-
-
 def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
     decision, tables = _path(ctx, state, decision, scored)
     amb = assess(state.request.question, scored, ctx.settings.ambiguity_threshold)
-    decision, scored, graph_out = _global(ctx, state, decision, scored)
+    decision, scored, graph_out = graph_steps.global_step(ctx, state, decision, scored)
     out = {"decision": asdict(decision), "supports": {p.n: round(p.support, 4) for p in scored},
            "support_by": sorted({p.support_by for p in scored}), "passages": [passage_to_dict(p) for p in scored],
            "ambiguity": {**amb.to_json(), "original_question": state.request.original or state.request.question}}
@@ -155,43 +130,6 @@ def gate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         out["tables"] = [t["name"] for t in tables]
     out["graph"] = graph_out
     return replace(state, decision=decision, passages=tuple(scored)), out
-
-
-def _global(ctx, state: AskState, decision, scored):
-    """Global and mixed questions (reason/graph.py) in a KB with a graph: the map step over the most relevant
-    communities gives passages citing their chunks — a global question is answered from them alone, a mixed one
-    from them and the chunks. → (decision, passages, the gate span's ``graph`` record)."""
-    from ragclinic.graph.sync import enabled
-
-    s, q = ctx.settings, state.request.question
-    scope_of = graph_path.classify(q, s.graph_global_threshold)
-    kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
-    record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
-    if kind == "specific" or not record["graph"] or decision.route == "clarify" or decision.path == "tools":
-        return decision, scored, record
-    k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
-    mapped = graph_path.community_evidence(ctx.kb, q, k)
-    record["communities"] = [m.to_json() for m in mapped]
-    if not mapped:
-        return decision, scored, record
-    if kind == "global":
-        found = graph_path.community_passages(ctx.kb, mapped, 1)
-    else:
-        # a community point the chunks already hold marks that passage (shown whole); the others are added
-        points = graph_path.community_passages(ctx.kb, mapped, 1)
-        of = {p.chunk.id: next(m for m in p.marks if m.startswith("community=")) for p in points}
-        found = [replace(p, marks=p.marks + (of[p.chunk.id],)) if p.chunk.id in of else p for p in scored]
-        have = {p.chunk.id for p in scored}
-        found += graph_path.renumber([p for p in points if p.chunk.id not in have], len(scored) + 1)
-    if not found:
-        return decision, scored, record
-    record["path"] = "communities" if kind == "global" else "chunks+communities"
-    why = f"{kind} question: mapped over {len(mapped)} communit{'y' if len(mapped) == 1 else 'ies'}"
-    reason = why if decision.route != "answer" or kind == "global" else f"{decision.reason}; {why}"
-    evidence = max(decision.evidence_score if kind == "mixed" else 0.0, max(m.relevance for m in mapped))
-    decision = replace(decision, route="answer", reason=reason, path=kind, path_why=why,
-                       evidence_score=round(min(1.0, evidence), 4))
-    return decision, found, record
 
 
 def _path(ctx, state: AskState, decision, scored):
@@ -235,7 +173,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if route == "answer" and d.question_type == "causal":
         text, claims = _causal_direction(ctx, state, text, claims, flags)
     if route == "answer" and d.path in ("global", "mixed") and generator != "extractive":
-        text, claims = _with_points(ctx, state, text, claims, flags)
+        text, claims = graph_steps.with_points(ctx, state, text, claims, flags)
     flags += [f"instruction_removed: {where}" for where in removal_places(state.excluded)]
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
@@ -261,30 +199,6 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
-
-
-GLOBAL_POINTS = 10  # map-step points listed under a global answer
-
-
-def _with_points(ctx, state: AskState, text: str, claims, flags: list[str]):
-    """A global answer lists the map step's points it rests on, each cited (a small model's reduce names two or
-    three of them; the list keeps the breadth the communities gave). Points the answer already quotes are not
-    repeated. The claims are checked again on the whole text."""
-    from ragclinic.text.lang import language_of
-
-    seen = " ".join(text.split())
-    lines = []
-    for p in state.passages:
-        for point in (graph_path.point_excerpt(p) or "").split(" … "):
-            if point and point not in seen and len(lines) < GLOBAL_POINTS:
-                lines.append(f"- {point.rstrip()} [{p.n}]")
-                seen += " " + point
-    if not lines:
-        return text, claims
-    head = "文档中的要点：" if language_of(state.request.question) == "zh" else "Points from the documents:"
-    text = f"{text}\n{head}\n" + "\n".join(lines)
-    flags.append(f"graph_points: {len(lines)} point(s) of the communities listed under the answer")
-    return text, check_claims(text, state.passages, ctx.judge, ctx.settings, state.request.question)
 
 
 _CHAIN_NOTE = {
@@ -430,7 +344,7 @@ def _selection(ctx, state: AskState, passages):
     if not s.context_select or state.request.show_relevance or getattr(ctx.generator, "name", "") != "llm":
         return None
     threshold = relevance_threshold(ctx.judge, s.gate_threshold_judge) if ctx.judge is not None else None
-    points = {p.n: t for p in passages if (t := graph_path.point_excerpt(p)) is not None}
+    points = {p.n: t for p in passages if (t := point_excerpt(p)) is not None}
     if not points:
         return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts)
     # a community passage shows the summary points it holds, and is never ruled out (the map step chose it)

@@ -1,0 +1,100 @@
+"""The knowledge graph's steps in the query layers (issue 20; reason/graph.py has the rules and the graph reads):
+the scope layer's expansion, the gate's global / mixed step, the generate layer's listed points. Each records what
+it did for the trace; each is a no-op in a knowledge base without a graph."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ragclinic.pipeline.generate import check_claims
+from ragclinic.pipeline.reason import graph as graph_path
+from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.state import AskState
+from ragclinic.types import Hit, Passage
+
+
+def expand_passages(ctx, state: AskState, passages: list[Passage]) -> dict | None:
+    """Graph expansion (reason/graph.py) for a question that is not global, in a KB with a graph: the chunks 1–2
+    hops from the entities it names join ``passages`` (marked ``graph``); → the scope span's record."""
+    from ragclinic.graph.sync import enabled
+
+    s, q = ctx.settings, state.request.question
+    if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
+        return None
+    hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand)
+    docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits])
+    for h in hits:
+        doc = docs.get(h.chunk.doc_id)
+        if doc is not None and all(doc.tags.get(k) == v for k, v in state.request.enforced) and \
+                h.chunk.id not in state.request.quarantine and _in_scope(ctx, state, h):
+            passages.append(Passage(len(passages) + 1, h, doc, marks=("graph",)))
+    return record
+
+
+def _in_scope(ctx, state: AskState, hit: Hit) -> bool:
+    """A chunk the graph reached is inside the question's scope (the search's pre-filter did not see it)."""
+    if state.allowed_chunks is None:
+        return True
+    res = resolve(ctx.kb.db, state.request.scope, newest_only=ctx.settings.scope_newest_version)
+    return res.allowed is None or hit.rowid in res.allowed
+
+
+def global_step(ctx, state: AskState, decision, scored):
+    """Global and mixed questions (reason/graph.py) in a KB with a graph: the map step over the most relevant
+    communities gives passages citing their chunks — a global question is answered from them alone, a mixed one
+    from them and the chunks. → (decision, passages, the gate span's ``graph`` record)."""
+    from ragclinic.graph.sync import enabled
+
+    s, q = ctx.settings, state.request.question
+    scope_of = graph_path.classify(q, s.graph_global_threshold)
+    kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
+    record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
+    if kind == "specific" or not record["graph"] or decision.route == "clarify" or decision.path == "tools":
+        return decision, scored, record
+    k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
+    mapped = graph_path.community_evidence(ctx.kb, q, k)
+    record["communities"] = [m.to_json() for m in mapped]
+    if not mapped:
+        return decision, scored, record
+    if kind == "global":
+        found = graph_path.community_passages(ctx.kb, mapped, 1)
+    else:
+        # a community point the chunks already hold marks that passage (shown whole); the others are added
+        points = graph_path.community_passages(ctx.kb, mapped, 1)
+        of = {p.chunk.id: next(m for m in p.marks if m.startswith("community=")) for p in points}
+        found = [replace(p, marks=p.marks + (of[p.chunk.id],)) if p.chunk.id in of else p for p in scored]
+        have = {p.chunk.id for p in scored}
+        found += graph_path.renumber([p for p in points if p.chunk.id not in have], len(scored) + 1)
+    if not found:
+        return decision, scored, record
+    record["path"] = "communities" if kind == "global" else "chunks+communities"
+    why = f"{kind} question: mapped over {len(mapped)} communit{'y' if len(mapped) == 1 else 'ies'}"
+    reason = why if decision.route != "answer" or kind == "global" else f"{decision.reason}; {why}"
+    evidence = max(decision.evidence_score if kind == "mixed" else 0.0, max(m.relevance for m in mapped))
+    decision = replace(decision, route="answer", reason=reason, path=kind, path_why=why,
+                       evidence_score=round(min(1.0, evidence), 4))
+    return decision, found, record
+
+
+GLOBAL_POINTS = 10  # map-step points listed under a global answer
+
+
+def with_points(ctx, state: AskState, text: str, claims, flags: list[str]):
+    """A global answer lists the map step's points it rests on, each cited (a small model's reduce names two or
+    three of them; the list keeps the breadth the communities gave). Points the answer already quotes are not
+    repeated. The claims are checked again on the whole text."""
+    from ragclinic.text.lang import language_of
+
+    seen = " ".join(text.split())
+    lines = []
+    for p in state.passages:
+        for point in (graph_path.point_excerpt(p) or "").split(" … "):
+            if point and point not in seen and len(lines) < GLOBAL_POINTS:
+                lines.append(f"- {point.rstrip()} [{p.n}]")
+                seen += " " + point
+    if not lines:
+        return text, claims
+    head = "文档中的要点：" if language_of(state.request.question) == "zh" else "Points from the documents:"
+    text = f"{text}\n{head}\n" + "\n".join(lines)
+    flags.append(f"graph_points: {len(lines)} point(s) of the communities listed under the answer")
+    return text, check_claims(text, state.passages, ctx.judge, ctx.settings, state.request.question)
