@@ -312,8 +312,9 @@ def specific(args) -> dict:
         qrels.setdefault(qr.query_id, set()).add(qr.doc_id)
     ids = sorted(q for q in queries if q in qrels)[:args.limit]
     arms = {}
-    for name, expand in (("chunks", 0), ("graph", 1)):
-        c = Clinic.open(base, llm="none", graph_expand=expand)
+    # the chunks arm: the same knowledge base with the graph's two steps off (no expansion, nothing routed global)
+    for name, extra in (("chunks", {"graph_expand": 0, "graph_global_threshold": 1.01}), ("graph", {})):
+        c = Clinic.open(base, llm="none", retriever="lexical", **extra)
         found, kinds, added = 0, {}, 0
         for qid in ids:
             res = c.consult(queries[qid], doctor=False, cache=False)

@@ -116,3 +116,17 @@ def test_an_unknown_mode_is_refused_with_the_valid_ones(tmp_path):
 
     with pytest.raises(ConfigError, match="fast, model"):
         sync.check_mode("fancy")
+
+
+def test_many_communities_get_a_level_above_them_with_parents(tmp_path, monkeypatch):
+    monkeypatch.setattr(comm, "HIERARCHY_MIN", 1)
+    with graph_clinic(tmp_path) as c:
+        conn = c.kb.db.conn
+        level0, level1 = store.communities(conn, level=0), store.communities(conn, level=1)
+        assert len(level0) >= 2 and level1
+        ids1 = {x.community_id for x in level1}
+        assert all(x.parent in ids1 for x in level0 if x.parent) and any(x.parent for x in level0)
+        for top in level1:  # a level-1 community holds its children's members and cites their points
+            children = [x for x in level0 if x.parent == top.community_id]
+            assert set(top.members) == {e for ch in children for e in ch.members}
+            assert top.points and {p.chunk_id for p in top.points} <= {p.chunk_id for ch in children for p in ch.points}
