@@ -246,15 +246,14 @@ def _corpus(name: str, limit: int | None) -> Path:
 def build(args) -> dict:
     from ragclinic import Clinic
     from ragclinic.graph import inspect, sync
-    from ragclinic.graph.model import ModelExtractor
-    from ragclinic.models.llm import create_language_model
-    from ragclinic.config import Settings
     from ragclinic.store import graph as store
 
     out = Path(args.out)
     folder = out.parent / f"kb-build-{args.corpus}"
     corpus = _corpus(args.corpus, args.limit)
     c = Clinic.open(folder, llm="none", embedder=args.embedder)
+    if args.model_only:  # the model sample over a knowledge base an earlier `build` made
+        return {"corpus": args.corpus, "model": _model_sample(c.kb, args.model_sample)}
     t0 = time.perf_counter()
     c.ingest([corpus])
     ingest_s = time.perf_counter() - t0
@@ -279,24 +278,34 @@ def build(args) -> dict:
         fast["one_chunk_update"] = inc.communities
     finally:
         kb.unlock()
-    model = None
-    if args.model_sample:
-        lm = create_language_model("local", Settings.load(None, llm="local"))
-        ex = ModelExtractor(lm)
-        rows = kb.db.conn.execute("SELECT chunk_id, doc_id, text, language FROM chunks ORDER BY rowid").fetchall()
-        sample = random.Random(22).sample(rows, min(args.model_sample, len(rows)))
-        times = []
-        for r in sample:
-            t2 = time.perf_counter()
-            ex.extract_one(*r)
-            times.append(time.perf_counter() - t2)
-        model = {"sample": len(sample), "s_per_chunk_p50": round(statistics.median(times), 1),
-                 "s_per_chunk_mean": round(statistics.mean(times), 1),
-                 "s_per_1000_chunks_projected": round(1000 * statistics.mean(times)),
-                 "schema_fallbacks": ex.fallbacks, "prompt_tokens": ex.prompt_tokens,
-                 "completion_tokens": ex.completion_tokens}
+    model = _model_sample(kb, args.model_sample) if args.model_sample else None
     c.close()
     return {"corpus": args.corpus, "embedder": args.embedder, "fast": fast, "model": model}
+
+
+def _model_sample(kb, n: int) -> dict:
+    """Model-mode extraction of ``n`` random chunks: seconds a chunk, projected per 1,000, schema repairs."""
+    from ragclinic.config import Settings
+    from ragclinic.graph.model import ModelExtractor
+    from ragclinic.models.llm import create_language_model
+
+    lm = create_language_model("local", Settings.load(None, llm="local"))
+    ex = ModelExtractor(lm)
+    rows = kb.db.conn.execute("SELECT chunk_id, doc_id, text, language FROM chunks ORDER BY rowid").fetchall()
+    sample = random.Random(22).sample(rows, min(n, len(rows)))
+    times, found = [], []
+    for r in sample:
+        t2 = time.perf_counter()
+        g = ex.extract_one(*r)
+        times.append(time.perf_counter() - t2)
+        found.append((len(g.mentions), len(g.relations)))
+    return {"sample": len(sample), "s_per_chunk_p50": round(statistics.median(times), 1),
+            "s_per_chunk_mean": round(statistics.mean(times), 1),
+            "s_per_1000_chunks_projected": round(1000 * statistics.mean(times)),
+            "schema_fallbacks": ex.fallbacks, "items_repaired_or_dropped": ex.repaired,
+            "entities_per_chunk": round(statistics.mean(m for m, _ in found), 1),
+            "relations_per_chunk": round(statistics.mean(r for _, r in found), 1),
+            "prompt_tokens": ex.prompt_tokens, "completion_tokens": ex.completion_tokens}
 
 
 # ---------------------------------------------------------------------------- specific (SciFact)
@@ -349,6 +358,7 @@ def main() -> None:
     b.add_argument("--limit", type=int, default=0)
     b.add_argument("--embedder", default="none")
     b.add_argument("--model-sample", type=int, default=0)
+    b.add_argument("--model-only", action="store_true", help="only the model sample, over an earlier build's KB")
     b.add_argument("--out", type=Path, required=True)
     s = sub.add_parser("specific")
     s.add_argument("--kb", required=True, help="a SciFact knowledge base built by `build --corpus scifact`")

@@ -37,17 +37,32 @@ def test_a_valid_reply_becomes_typed_mentions_and_relations_between_them():
     assert ex.fallbacks == 0 and ex.calls == 1
 
 
-@pytest.mark.parametrize("reply", ['Piotr", "type": "hero"}]}', "not json at all", '"x"}], "relations": 5}'])
-def test_a_reply_outside_the_schema_is_extracted_by_the_rules_and_counted(reply):
+@pytest.mark.parametrize("reply", ['"}]}', "not json at all", '"x"}], "relations": 5}'])
+def test_a_reply_with_no_valid_entity_is_extracted_by_the_rules_and_counted(reply):
     ex = ModelExtractor(ScriptedLanguageModel([reply]))
     g = ex.extract_one("c1", "d1", "Piotr Nowak manages the Gdynia Plant.", "en")
     assert ex.fallbacks == 1
     assert {"piotr nowak", "gdynia plant"} <= {m.entity for m in g.mentions}
 
 
-def test_parse_reply_names_what_is_wrong():
-    with pytest.raises(ValueError, match="schema"):
-        parse_reply('{"entities": [{"name": "A", "type": "planet"}]}')
+def test_a_reply_cut_off_by_the_token_limit_keeps_its_complete_items():
+    cut = json.dumps(GOOD)[:json.dumps(GOOD).index('"Someone Else"') + 5]  # inside the second relation
+    found, repaired = parse_reply(cut)
+    assert [e.name for e in found.entities] == ["Piotr Nowak", "Gdynia Plant", "weld corrosion"]
+    assert [r.relation for r in found.relations] == ["manages"] and repaired == 1
+    cut = json.dumps(GOOD)[:json.dumps(GOOD).index('"Gdynia Plant"') + 45]  # inside the entities
+    found, _ = parse_reply(cut)
+    assert [e.name for e in found.entities] == ["Piotr Nowak", "Gdynia Plant"] and found.relations == []
+
+
+def test_parse_reply_repairs_types_drops_bad_items_and_names_what_is_wrong():
+    found, repaired = parse_reply('{"entities": [{"name": "A", "type": "planet"}, {"name": "B", "type": "Organization"},'
+                                  ' {"name": "", "type": "person"}], "relations": [{"source": "A", "target": "B", '
+                                  '"relation": "orbits", "confidence": 7}]}')
+    assert [(e.name, e.type) for e in found.entities] == [("A", "concept"), ("B", "organisation")]
+    assert found.relations == [] and repaired == 4  # two types mapped, one empty name and one confidence dropped
+    with pytest.raises(ValueError, match="no valid entity"):
+        parse_reply('{"entities": [{"name": "", "type": "person"}]}')
     with pytest.raises(ValueError, match="no JSON"):
         parse_reply("none")
 

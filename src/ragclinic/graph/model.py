@@ -3,8 +3,10 @@ relations as JSON, checked against a schema (pydantic); community summaries are 
 summary's sentences, citing them.
 
 The system turn (instructions + one worked example) is the same for every chunk, so its KV state is computed once
-(models/llama.py keeps it). A reply that is not valid JSON for the schema is extracted by the fast rules instead
-and counted (``ModelExtractor.fallbacks``): the graph stays complete either way.
+(models/llama.py keeps it). Each item is checked against the schema: a reply cut off by the token limit keeps its
+complete items, a type outside the six becomes ``concept`` (or the type a known synonym names), an item that still
+fails is dropped (``ModelExtractor.repaired`` counts these); a reply with no valid entity is extracted by the fast
+rules instead (``ModelExtractor.fallbacks``): the graph stays complete either way.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.store.graph import ChunkGraph, Mention, Point, Relation
 
 TYPES = ("person", "organisation", "concept", "technology", "event", "location")
-EXTRACT_TOKENS = 360
+EXTRACT_TOKENS = 400
 SUMMARY_TOKENS = 160
 PREFILL = '{"entities": [{"name": "'
 
@@ -51,32 +53,70 @@ SYSTEM = """You extract a knowledge graph from a passage. Reply with one JSON ob
 {"entities": [{"name": ..., "type": ...}], "relations": [{"source": ..., "target": ..., "relation": ..., "description": ..., "confidence": ...}]}
 - type is one of: person, organisation, concept, technology, event, location.
 - Use each entity's full name as the passage writes it; replace pronouns (he, she, it, they, 他, 她, 它, 他们) by the entity they refer to.
-- A relation links two of the entities; relation is a short verb phrase; description is one sentence from the passage's facts; confidence is between 0 and 1.
+- At most 10 entities, the most important ones, and at most 8 relations.
+- A relation links two of the entities; relation is a short verb phrase; description is one short sentence from the passage's facts; confidence is between 0 and 1.
 - Write names and descriptions in the passage's language.
 
 Example passage: Maria Lund joined Arctic Cables in 2019. She now leads its cable-laying project in Tromso.
 Example reply: {"entities": [{"name": "Maria Lund", "type": "person"}, {"name": "Arctic Cables", "type": "organisation"}, {"name": "cable-laying project", "type": "event"}, {"name": "Tromso", "type": "location"}], "relations": [{"source": "Maria Lund", "target": "Arctic Cables", "relation": "joined", "description": "Maria Lund joined Arctic Cables in 2019.", "confidence": 0.95}, {"source": "Maria Lund", "target": "cable-laying project", "relation": "leads", "description": "Maria Lund leads Arctic Cables' cable-laying project.", "confidence": 0.9}, {"source": "cable-laying project", "target": "Tromso", "relation": "located in", "description": "The cable-laying project is in Tromso.", "confidence": 0.9}]}"""
 
 
-def parse_reply(text: str) -> Extraction:
-    """The reply (prefill included) as an Extraction; ValueError when it is not one."""
+_TYPE_WORDS = {"organization": "organisation", "company": "organisation", "institution": "organisation",
+               "place": "location", "country": "location", "city": "location", "people": "person",
+               "human": "person", "tool": "technology", "method": "technology", "software": "technology",
+               "device": "technology", "product": "technology", "incident": "event", "process": "event"}
+
+
+def parse_reply(text: str) -> tuple[Extraction, int]:
+    """The reply (prefill included) as an Extraction, and how many items were repaired or dropped; ValueError when
+    nothing usable is in it. A reply cut off by the token limit keeps its complete items; an entity type outside
+    the six becomes ``concept`` (a known synonym its type); an item that still fails the schema is dropped."""
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object in the reply")
+    obj, repaired = _decode(text[start:])
+    if not isinstance(obj, dict) or not isinstance(obj.get("entities"), list):
+        raise ValueError("does not fit the schema: no entities list")
+    entities, relations, bad = [], [], repaired
+    for item in obj["entities"][:30]:
+        if isinstance(item, dict) and isinstance(item.get("type"), str) and item["type"] not in TYPES:
+            item = {**item, "type": _TYPE_WORDS.get(item["type"].lower().strip(), "concept")}
+            bad += 1
+        try:
+            entities.append(_Entity.model_validate(item))
+        except ValidationError:
+            bad += 1
+    for item in (obj.get("relations") or [])[:30] if isinstance(obj.get("relations"), list) else []:
+        try:
+            relations.append(_Relation.model_validate(item))
+        except ValidationError:
+            bad += 1
+    if not entities:
+        raise ValueError("does not fit the schema: no valid entity")
+    return Extraction(entities=entities, relations=relations), bad
+
+
+def _decode(text: str) -> tuple[object, int]:
+    """JSON from ``text``; a reply cut off mid-way is closed after its last complete item (→ 1 repair)."""
     try:
-        obj, _ = json.JSONDecoder().raw_decode(text[start:])
+        return json.JSONDecoder().raw_decode(text)[0], 0
     except json.JSONDecodeError as e:
-        raise ValueError(f"not JSON: {e}") from None
-    try:
-        return Extraction.model_validate(obj)
-    except ValidationError as e:
-        raise ValueError(f"does not fit the schema: {e.errors()[0]['msg']}") from None
+        first = e
+    ends = [i for i, ch in enumerate(text) if ch == "}"][::-1][:40]
+    for end in ends:
+        for tail in ("]}", "}]}", "]}]}"):
+            try:
+                return json.loads(text[:end + 1] + tail), 1
+            except json.JSONDecodeError:
+                continue
+    raise ValueError(f"not JSON: {first}")
 
 
 class ModelExtractor:
     def __init__(self, model) -> None:
         self.model = model
-        self.fallbacks = 0
+        self.fallbacks = 0  # replies with nothing usable: extracted by the rules instead
+        self.repaired = 0  # items repaired (a reply cut off, a type outside the six) or dropped
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -93,10 +133,11 @@ class ModelExtractor:
         self.completion_tokens += done.completion_tokens
         reply = done.text if done.text.lstrip().startswith("{") else PREFILL + done.text
         try:
-            found = parse_reply(reply)
+            found, repaired = parse_reply(reply)
         except ValueError:
             self.fallbacks += 1
             return extract_chunks([(chunk_id, doc_id, text, language)])[0]
+        self.repaired += repaired
         return to_chunk_graph(chunk_id, doc_id, text, language, found)
 
 
