@@ -130,3 +130,14 @@ def test_many_communities_get_a_level_above_them_with_parents(tmp_path, monkeypa
             children = [x for x in level0 if x.parent == top.community_id]
             assert set(top.members) == {e for ch in children for e in ch.members}
             assert top.points and {p.chunk_id for p in top.points} <= {p.chunk_id for ch in children for p in ch.points}
+
+
+def test_no_community_is_larger_than_max_size_even_where_leiden_keeps_one_whole():
+    import igraph
+    import leidenalg
+
+    g = igraph.Graph.Erdos_Renyi(n=600, m=6000)  # dense and random: Leiden returns parts of hundreds
+    g.es["weight"] = [1.0] * g.ecount()
+    parts = comm._split(g, list(range(600)), leidenalg, 0)
+    assert max(map(len, parts)) <= comm.MAX_SIZE
+    assert sorted(v for p in parts for v in p) == list(range(600))  # every vertex in exactly one part
