@@ -299,7 +299,18 @@ def _model_sample(kb, n: int) -> dict:
         g = ex.extract_one(*r)
         times.append(time.perf_counter() - t2)
         found.append((len(g.mentions), len(g.relations)))
+    from ragclinic.graph.model import summarizer
+    from ragclinic.store import graph as store
+
+    summarize, summary_s, by_model = summarizer(lm), [], 0
+    for com in store.communities(kb.db.conn, level=0)[:3]:  # what model mode pays per community summary
+        t3 = time.perf_counter()
+        _, by = summarize(com.title, list(com.members), list(com.points))
+        summary_s.append(time.perf_counter() - t3)
+        by_model += by != "extractive"
     return {"sample": len(sample), "s_per_chunk_p50": round(statistics.median(times), 1),
+            "summary_s_mean": round(statistics.mean(summary_s), 1) if summary_s else None,
+            "summaries_by_model": f"{by_model}/{len(summary_s)}",
             "s_per_chunk_mean": round(statistics.mean(times), 1),
             "s_per_1000_chunks_projected": round(1000 * statistics.mean(times)),
             "schema_fallbacks": ex.fallbacks, "items_repaired_or_dropped": ex.repaired,
