@@ -219,10 +219,11 @@ class Mapped:
                 "points": [{"text": p.text, "chunk_id": p.chunk_id} for p in self.points]}
 
 
-def community_evidence(kb, question: str, k: int, points_each: int = 3) -> list[Mapped]:
+def community_evidence(kb, question: str, k: int, points_each: int = 3, admit=None) -> list[Mapped]:
     """The map step: the ``k`` level-0 communities most relevant to ``question`` (their summary's e5 similarity
     and words), and from each the chunks of its members that bear most on the question (their stored e5 vectors,
-    else their words), each chunk's best sentences as the community's points. A chunk serves one community."""
+    else their words), each chunk's best sentences as the community's points. A chunk serves one community.
+    ``admit(rowid, chunk_id, doc_id)``: which chunks may be read (the question's scope, the caller's tenant)."""
     found = store.communities(kb.db.conn, level=0)
     if not found:
         return []
@@ -242,9 +243,10 @@ def community_evidence(kb, question: str, k: int, points_each: int = 3) -> list[
         if relevance[i] < MIN_SHARE * best:
             break
         c = found[i]
-        points = _community_points(kb, c, question, q_terms, qv, used, points_each)
+        points = _community_points(kb, c, question, q_terms, qv, used, points_each, admit)
         used.update(p.chunk_id for p in points)
-        out.append(Mapped(c, float(relevance[i]), tuple(points) or c.points[:1]))
+        if points:
+            out.append(Mapped(c, float(relevance[i]), tuple(points)))
     return out
 
 
@@ -257,7 +259,7 @@ def _relative(scores: np.ndarray) -> np.ndarray:
 
 
 def _community_points(kb, c: store.Community, question: str, q_terms, qv, used: set[str],
-                      limit: int) -> list[store.Point]:
+                      limit: int, admit=None) -> list[store.Point]:
     """The community's chunks (those naming its members) nearest the question; of each, the sentence that best
     matches the question's words (one naming a member wins a tie)."""
     conn = kb.db.conn
@@ -271,8 +273,9 @@ def _community_points(kb, c: store.Community, question: str, q_terms, qv, used: 
     if not mentions:
         return []
     ids = list(mentions)[:400]
-    rows = conn.execute(f"SELECT chunk_id, doc_id, text, language, embedding FROM chunks WHERE chunk_id IN "
-                        f"({','.join('?' * len(ids))})", ids).fetchall()
+    rows = [r[1:] for r in conn.execute(f"SELECT rowid, chunk_id, doc_id, text, language, embedding FROM chunks "
+                                        f"WHERE chunk_id IN ({','.join('?' * len(ids))})", ids)
+            if admit is None or admit(r[0], r[1], r[2])]
     if qv is not None and rows and all(r[4] for r in rows):
         near = [float(np.frombuffer(r[4], np.float32) @ qv) for r in rows]
     else:

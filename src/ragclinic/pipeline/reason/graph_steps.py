@@ -22,21 +22,63 @@ def expand_passages(ctx, state: AskState, passages: list[Passage]) -> dict | Non
     if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
         return None
     hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand)
+    admit = admission(ctx, state)
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits])
     for h in hits:
         doc = docs.get(h.chunk.doc_id)
-        if doc is not None and all(doc.tags.get(k) == v for k, v in state.request.enforced) and \
-                h.chunk.id not in state.request.quarantine and _in_scope(ctx, state, h):
-            passages.append(Passage(len(passages) + 1, h, doc, marks=("graph",)))
+        if doc is not None and admit(h.rowid, h.chunk.id, doc.doc_id) and (clean := _clean(ctx, h, doc)) is not None:
+            passages.append(Passage(len(passages) + 1, clean, doc, marks=("graph",)))
     return record
 
 
-def _in_scope(ctx, state: AskState, hit: Hit) -> bool:
-    """A chunk the graph reached is inside the question's scope (the search's pre-filter did not see it)."""
-    if state.allowed_chunks is None:
+def admission(ctx, state: AskState):
+    """(rowid, chunk id, doc id) → whether a chunk the graph reached may enter this question's context: inside its
+    scope (the search's pre-filter never saw these chunks), carrying the tags the caller enforces (a key's tenant),
+    not quarantined. The map step applies it before it reads a chunk, so nothing outside reaches the trace either."""
+    req = state.request
+    allowed = None
+    if state.allowed_chunks is not None or req.scope_pairs or req.enforced:
+        allowed = resolve(ctx.kb.db, req.scope, newest_only=ctx.settings.scope_newest_version).allowed
+    quarantined, docs = set(req.quarantine), {}
+
+    def admit(rowid: int, chunk_id: str, doc_id: str) -> bool:
+        if chunk_id in quarantined or (allowed is not None and rowid not in allowed):
+            return False
+        if req.enforced:
+            if doc_id not in docs:
+                docs.update(ctx.kb.db.doc_infos([doc_id]))
+            doc = docs.get(doc_id)
+            return doc is not None and all(doc.tags.get(k) == v for k, v in req.enforced)
         return True
-    res = resolve(ctx.kb.db, state.request.scope, newest_only=ctx.settings.scope_newest_version)
-    return res.allowed is None or hit.rowid in res.allowed
+
+    return admit
+
+
+def _clean(ctx, hit: Hit, doc) -> Hit | None:
+    """The chunk with planted instructions cut out, as the scope layer does for searched chunks; None when nothing
+    else is left."""
+    from ragclinic.pipeline.scope.instructions import sanitize
+    from ragclinic.verify.instructions import detector_for
+
+    if not ctx.settings.strip_instructions:
+        return hit
+    clean, _ = sanitize(ctx.kb.db.conn, hit, doc, detector_for(ctx.settings.instruction_detector))
+    return clean
+
+
+def _clean_points(ctx, mapped):
+    """The map step's points without those from a chunk holding a planted instruction (the point's sentence may be
+    the instruction; a cut text would no longer match its sentence numbers): such a chunk is left out whole."""
+    ids = list({p.chunk_id for m in mapped for p in m.points})
+    hits = {h.chunk.id: h for h in graph_path._hits(ctx.kb, ids)}
+    docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits.values()])
+    ok = {c for c, h in hits.items() if h.chunk.doc_id in docs and _clean(ctx, h, docs[h.chunk.doc_id]) is h}
+    out = []
+    for m in mapped:
+        points = tuple(p for p in m.points if p.chunk_id in ok)
+        if points:
+            out.append(replace(m, points=points))
+    return out
 
 
 def global_step(ctx, state: AskState, decision, scored):
@@ -52,7 +94,7 @@ def global_step(ctx, state: AskState, decision, scored):
     if kind == "specific" or not record["graph"] or decision.route == "clarify" or decision.path == "tools":
         return decision, scored, record
     k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
-    mapped = graph_path.community_evidence(ctx.kb, q, k)
+    mapped = _clean_points(ctx, graph_path.community_evidence(ctx.kb, q, k, admit=admission(ctx, state)))
     record["communities"] = [m.to_json() for m in mapped]
     if not mapped:
         return decision, scored, record
