@@ -36,7 +36,7 @@ FULL_SHARE = 0.5  # more dirty entities than this share of the graph: partition 
 SEED = 20
 
 
-def _leiden():
+def leiden():
     try:
         import igraph
         import leidenalg
@@ -97,7 +97,7 @@ def partition(g: EntityGraph, nodes: Sequence[str]) -> list[list[str]]:
     connected first. A part above MAX_SIZE is partitioned again on its own sub-graph (leidenalg's
     ``max_comm_size`` is not kept by its aggregation: parts of 4,000 came back on SciFact), and one Leiden cannot
     split is cut in runs of its members, most connected first."""
-    igraph, leidenalg = _leiden()
+    igraph, leidenalg = leiden()
     nodes = sorted(set(nodes) - g.hubs)
     index = {e: i for i, e in enumerate(nodes)}
     pairs = [(index[a], index[b], w) for (a, b), w in g.edges.items() if a in index and b in index]
@@ -143,7 +143,6 @@ class RefreshResult:
     removed: int = 0
     level1: int = 0
     full: bool = False
-    summarised: int = 0
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -183,7 +182,6 @@ def refresh(db, *, embed: Callable[[list[str]], np.ndarray] | None = None,
     fresh = [(community_id(0, p), p) for p in parts]
     keep_ids = {cid for cid, _ in fresh if cid in old_ids}
     added = [_community(conn, g, cid, 0, p, embed, summarize) for cid, p in fresh if cid not in old_ids]
-    res.summarised = len(added)
     removed = (affected - keep_ids) | {c.community_id for c in old if not all(e in g.names for e in c.members)} - keep_ids
     level0 = [c for c in old if c.community_id not in removed] + added
     level1, parents = _level1(conn, g, level0, embed, summarize)
@@ -229,7 +227,7 @@ def _level1(conn, g: EntityGraph, level0: list[Community], embed, summarize) -> 
 
 
 def _community(conn, g: EntityGraph, cid: str, level: int, members: list[str], embed, summarize) -> Community:
-    points = summary_points(conn, members, g)
+    points = summary_points(conn, members)
     return _made(cid, level, [g.names[e] for e in members], members, points, embed, summarize)
 
 
@@ -253,8 +251,7 @@ def extractive_summary(title: str, points: Sequence[Point]) -> str:
     return f"{title}: " + " ".join(p.text for p in points)
 
 
-def summary_points(conn: sqlite3.Connection, members: Sequence[str], g: EntityGraph | None = None,
-                   limit: int = POINTS) -> list[Point]:
+def summary_points(conn: sqlite3.Connection, members: Sequence[str], limit: int = POINTS) -> list[Point]:
     """The sentences naming the most members (greedy: each adds the most members not yet covered, a document
     already used counts half), most central member first on ties; each cites its chunk."""
     from ragclinic.pipeline.chunk.sentences import split_sentences
@@ -274,7 +271,7 @@ def summary_points(conn: sqlite3.Connection, members: Sequence[str], g: EntityGr
     covered: set[str] = set()
     used_docs: dict[str, int] = defaultdict(int)
     chosen: list[tuple[str, int]] = []
-    texts = _chunk_texts(conn, {c for c, _ in found})
+    texts = store.chunk_texts(conn, {c for c, _ in found})
     sentences = {}
     for chunk_id, (text, lang) in texts.items():
         spans = split_sentences(text, language="zh" if lang == "zh" else None)
@@ -300,11 +297,3 @@ def statement(sentence: str) -> bool:
     """A sentence, not a heading or a title line: ends like a sentence, or is long."""
     return sentence.rstrip()[-1:] in ".!?。！？；;:：)）\"”" or len(sentence.split()) >= 12 or \
         (not sentence.isascii() and len(sentence) >= 25)
-
-
-def _chunk_texts(conn, chunk_ids) -> dict[str, tuple[str, str]]:
-    ids = list(chunk_ids)
-    if not ids:
-        return {}
-    q = f"SELECT chunk_id, text, language FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})"
-    return {c: (t, lang) for c, t, lang in conn.execute(q, ids)}

@@ -94,7 +94,7 @@ def _singular(w: str) -> str:
 
 
 # ---------------------------------------------------------------------------- English
-def _english_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[tuple[str, str]]:
+def english_entities(sentence: str, capitalised_elsewhere: set[str]) -> list[tuple[str, str]]:
     """(name, type) of one English sentence, in order."""
     toks = [(m.group().rstrip("."), m.start()) for m in _TOKEN.finditer(sentence)]
     out: list[tuple[str, str]] = []
@@ -159,7 +159,7 @@ def _noun_phrases(toks: list[tuple[str, int]]) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------- Chinese
-def _chinese_entities(sentence: str) -> list[tuple[str, str]]:
+def chinese_entities(sentence: str) -> list[tuple[str, str]]:
     pairs = [(w.word, w.flag) for w in _posseg().cut(sentence)]
     out: list[tuple[str, str]] = []
     i = 0
@@ -203,7 +203,7 @@ def extract_chunks(chunks: Sequence[tuple[str, str, str, str]]) -> list[ChunkGra
         spans = split_sentences(text, language="zh" if language == "zh" else None)
         sentences = [text[a:b] for a, b in spans]
         elsewhere = _capitalised_mid_sentence(sentences) if language != "zh" else set()
-        per = [_chinese_entities(s) if language == "zh" else _english_entities(s, elsewhere) for s in sentences]
+        per = [chinese_entities(s) if language == "zh" else english_entities(s, elsewhere) for s in sentences]
         found.append((chunk_id, doc_id, per, sentences))
     aliases = _aliases(found)
     return [_chunk_graph(chunk_id, doc_id, per, sentences, aliases.get(doc_id, {}))

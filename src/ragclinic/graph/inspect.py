@@ -87,7 +87,7 @@ def report(conn: sqlite3.Connection, entity: str | None = None, top: int = 15) -
 
 def export_graphml(conn: sqlite3.Connection, path: Path) -> dict:
     """Write the entity graph (every entity, hubs included; edges with summed weights) as GraphML; → counts."""
-    igraph, _ = comm._leiden()
+    igraph, _ = comm.leiden()
     g = comm.load(conn)
     names = sorted(g.names)
     index = {e: i for i, e in enumerate(names)}

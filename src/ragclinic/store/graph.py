@@ -108,6 +108,16 @@ def missing_chunks(conn: sqlite3.Connection, limit: int | None = None) -> list[t
     return list(conn.execute(sql))
 
 
+def chunk_texts(conn: sqlite3.Connection, chunk_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """chunk id → (text, language), for the chunks that still exist."""
+    ids, out = list(chunk_ids), {}
+    for i in range(0, len(ids), 500):
+        part = ids[i:i + 500]
+        out.update((c, (t, lang)) for c, t, lang in conn.execute(
+            f"SELECT chunk_id, text, language FROM chunks WHERE chunk_id IN ({','.join('?' * len(part))})", part))
+    return out
+
+
 def count_missing(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT COUNT(*) FROM chunks WHERE chunk_id NOT IN (SELECT chunk_id FROM graph_chunks)"
                         ).fetchone()[0]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ragclinic.graph.communities import statement
-from ragclinic.graph.extract import _chinese_entities, _english_entities, normalise
+from ragclinic.graph.extract import chinese_entities, english_entities, normalise
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.store import graph as store
 from ragclinic.text.lang import language_of
@@ -117,14 +117,14 @@ def classify(question: str, threshold: float) -> QuestionScope:
 def named_entities(question: str, zh: bool | None = None) -> list[str]:
     """The names a question gives (not its noun phrases): persons, organisations, places, products, acronyms."""
     zh = language_of(question) == "zh" if zh is None else zh
-    found = _chinese_entities(question) if zh else _english_entities(question, set())
+    found = chinese_entities(question) if zh else english_entities(question, set())
     return list(dict.fromkeys(n for n, kind in found if kind != "phrase"))
 
 
 def question_entities(question: str) -> list[str]:
     """Names and noun phrases of the question as graph keys."""
     zh = language_of(question) == "zh"
-    found = _chinese_entities(question) if zh else _english_entities(question, set())
+    found = chinese_entities(question) if zh else english_entities(question, set())
     return list(dict.fromkeys(normalise(n, kind) for n, kind in found))
 
 
@@ -166,7 +166,7 @@ def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[
             for third, chunk2, w2 in _relations(conn, other):  # two hops: named — X — another named entity
                 if third in seeds and third != s:
                     credit(chunk2, 1.0 * w2, [s, other, third])
-    texts = _texts(conn, [c for c in score if c not in have])
+    texts = {c: t for c, (t, _) in store.chunk_texts(conn, [c for c in score if c not in have]).items()}
     ranked = []
     for chunk_id, text in texts.items():
         low = normalise(text)
@@ -179,7 +179,7 @@ def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[
     chosen = [c for _, _, c in ranked[:limit]]
     record["paths"] = [{"chunk_id": c, "path": paths[c][1]} for c in chosen]
     record["added"] = chosen
-    return _hits(kb, chosen), record
+    return hits_of(kb, chosen), record
 
 
 def _relations(conn, entity: str) -> list[tuple[str, str, float]]:
@@ -187,14 +187,7 @@ def _relations(conn, entity: str) -> list[tuple[str, str, float]]:
                         "graph_relations WHERE source = ? OR target = ? LIMIT 400", [entity, entity, entity]).fetchall()
 
 
-def _texts(conn, chunk_ids: Sequence[str]) -> dict[str, str]:
-    if not chunk_ids:
-        return {}
-    ids = list(chunk_ids)[:2000]
-    return dict(conn.execute(f"SELECT chunk_id, text FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", ids))
-
-
-def _hits(kb, chunk_ids: Sequence[str]) -> list[Hit]:
+def hits_of(kb, chunk_ids: Sequence[str]) -> list[Hit]:
     if not chunk_ids:
         return []
     rows = kb.db.conn.execute(f"SELECT rowid, chunk_id FROM chunks WHERE chunk_id IN "
@@ -300,7 +293,7 @@ def community_passages(kb, mapped: Sequence[Mapped], start: int) -> list[Passage
         for p in m.points:
             cid, texts = by_chunk.setdefault(p.chunk_id, (m.community.community_id, []))
             texts.append(p.text)
-    hits = {h.chunk.id: h for h in _hits(kb, list(by_chunk))}
+    hits = {h.chunk.id: h for h in hits_of(kb, list(by_chunk))}
     docs = kb.db.doc_infos([h.chunk.doc_id for h in hits.values()])
     out = []
     for chunk_id, (cid, texts) in by_chunk.items():

@@ -70,7 +70,7 @@ def _clean_points(ctx, mapped):
     """The map step's points without those from a chunk holding a planted instruction (the point's sentence may be
     the instruction; a cut text would no longer match its sentence numbers): such a chunk is left out whole."""
     ids = list({p.chunk_id for m in mapped for p in m.points})
-    hits = {h.chunk.id: h for h in graph_path._hits(ctx.kb, ids)}
+    hits = {h.chunk.id: h for h in graph_path.hits_of(ctx.kb, ids)}
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits.values()])
     ok = {c for c, h in hits.items() if h.chunk.doc_id in docs and _clean(ctx, h, docs[h.chunk.doc_id]) is h}
     out = []
