@@ -21,6 +21,25 @@ def test_superseded_by_family_or_title():
     assert "superseded by version 2" in superseded(rows)["a"]
 
 
+def test_versions_are_versions_of_one_another_only_within_one_tenant():
+    """Issue 32: one tenant's higher version must not hide another tenant's document of the same title (or family)."""
+    rows = [("a", "Handbook", {"version": "1", "tenant": "acme"}), ("b", "Handbook", {"version": "5", "tenant": "globex"}),
+            ("c", "Handbook", {"version": "2", "tenant": "acme"}), ("d", "Other", {"family": "hb", "version": "1"}),
+            ("e", "Other", {"family": "hb", "version": "9", "tenant": "globex"})]
+    assert superseded(rows) == {"a": "version 1 is superseded by version 2 (handbook)"}
+
+
+def test_a_tenants_newer_version_does_not_hide_another_tenants_document(tmp_path):
+    docs = {"acme.md": "# Leave policy\n\nAcme employees get 20 days of annual leave.\n",
+            "globex.md": "# Leave policy\n\nGlobex employees get 30 days of annual leave.\n"}
+    meta = {"acme.md": {"version": "1", "tenant": "acme"}, "globex.md": {"version": "9", "tenant": "globex"}}
+    kb = build_kb(tmp_path, docs, meta)
+    state, trace = Pipeline(kb).ask("How many days of annual leave do employees get?")  # the admin, unscoped
+    texts = " ".join(p.chunk.text for p in state.passages)
+    assert "20 days" in texts and "30 days" in texts and not trace.span("scope").outputs["excluded"]
+    kb.close()
+
+
 DOCS = {"policy-v1.md": "# Leave policy\n\nEmployees get 20 days of annual leave.\n",
         "policy-v2.md": "# Leave policy\n\nEmployees get 25 days of annual leave.\n",
         "memo.md": "# Memo\n\nThe canteen opens at noon and annual leave requests go to HR.\n"}

@@ -1,10 +1,10 @@
 """Scope policies: newest version only (a pre-filter, like the metadata filters) and authority preference.
 
 Versions: documents are versions of one another when they share a ``family`` tag, or — without one —
-carry a ``version`` tag and the same title. Within a family only the newest version stays searchable;
-the others are excluded before the search under the rule ``version=latest`` (a ``--scope version=N``
-filter picks an older version explicitly, since filters run first). Versions compare numerically
-part by part ("1.10" > "1.9"), falling back to text.
+carry a ``version`` tag and the same title, within one tenant (the ``tenant`` tag). Within a family only the
+newest version stays searchable; the others are excluded before the search under the rule ``version=latest``
+(a ``--scope version=N`` filter picks an older version explicitly, since filters run first). Versions compare
+numerically part by part ("1.10" > "1.9"), falling back to text.
 
 Authority: the ``authority`` tag, a number or a named level from ``authority_levels``; a hit's score is
 multiplied by ``1 + authority_boost × level / max_level`` and the hits are re-sorted, so a more
@@ -26,6 +26,9 @@ def version_key(value: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
+TENANT_TAG = "tenant"  # the tag a server key's tenant is (server/auth.py)
+
+
 def family_of(doc_id: str, title: str, tags: Mapping[str, str]) -> str | None:
     if tags.get("family"):
         return "family:" + tags["family"]
@@ -37,15 +40,17 @@ def family_of(doc_id: str, title: str, tags: Mapping[str, str]) -> str | None:
 def superseded(rows: Sequence[tuple[str, str, Mapping[str, str]]]) -> dict[str, str]:
     """doc_id → why it is excluded, for every document that a newer version of its family replaces.
 
-    ``rows``: (doc_id, title, tags). Documents of one family without a version tag are never excluded.
+    ``rows``: (doc_id, title, tags). Documents of one family without a version tag are never excluded, and a
+    family is one tenant's: another tenant's higher version of the same title never hides a document (issue 32).
     """
-    families: dict[str, list[tuple[tuple, str, str]]] = defaultdict(list)
+    families: dict[tuple[str, str], list[tuple[tuple, str, str]]] = defaultdict(list)
     for doc_id, title, tags in rows:
         fam = family_of(doc_id, title, tags)
         if fam is not None and "version" in tags:
-            families[fam].append((version_key(str(tags["version"])), str(tags["version"]), doc_id))
+            key = (str(tags.get(TENANT_TAG, "")), fam)
+            families[key].append((version_key(str(tags["version"])), str(tags["version"]), doc_id))
     out: dict[str, str] = {}
-    for fam, members in families.items():
+    for (_, fam), members in families.items():
         newest = max(m[0] for m in members)
         newest_label = next(m[1] for m in members if m[0] == newest)
         for key, label, doc_id in members:
