@@ -308,15 +308,16 @@ class Clinic:
 
         return load_trace(self.kb.db, trace_id, exact=exact)
 
-    def replay(self, trace_id: str) -> Answer:
+    def replay(self, trace_id: str, *, enforced: dict[str, str] | None = None) -> Answer:
         """The trace's answer rebuilt from what it recorded — the state it started from (a re-run's change
         included) and its model outputs — with no model call (``.model_calls == 0``); it equals the recorded
         answer. Starts at the trace's first layer when the knowledge base is still at the trace's version,
-        else at the gate (retrieval would see other documents)."""
+        else at the gate (retrieval would see other documents). ``enforced``: the caller's tenant tags (a server
+        key's): the trace must be that tenant's and hold nothing from outside it, else ``OutsideScope``."""
         from ragclinic.pipeline.runner import Pipeline
         from ragclinic.trace.states import start_of
 
-        trace = self.trace(trace_id)
+        trace = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
         layer = trace.rerun_from or "retrieve"
         if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("gate"):
             layer = "gate"
@@ -325,14 +326,28 @@ class Clinic:
                             debug_round_id=trace.debug_round_id)
         return replace(state.answer, trace_id=trace.id, model_calls=0)
 
-    def rerun(self, trace_id: str, from_layer: str, change: Change | None = None) -> Answer:
+    def rerun(self, trace_id: str, from_layer: str, change: Change | None = None, *,
+              enforced: dict[str, str] | None = None) -> Answer:
         """Run the trace again from ``from_layer`` with the live model, after ``change`` (a function of the
         AskState, or a dict of request fields such as {"top_k": 20}); the new trace's ``parent_id`` is
-        ``trace_id`` and it records the change, so it replays to its own answer."""
-        trace = self.trace(trace_id)
+        ``trace_id`` and it records the change, so it replays to its own answer. ``enforced``: the caller's
+        tenant tags (a server key's): the trace must be that tenant's, and the re-run may hold only chunks of the
+        tenant's documents (else ``OutsideScope``); without them (the admin, the library) a re-run that holds other
+        chunks is the admin's — a debug round of its own, with no tenant's enforced tags (``Pipeline.rerun``)."""
+        trace = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
         fn = _as_change(change)
-        state, child = self.pipeline.rerun(trace, from_layer, change=fn)
+        state, child = self.pipeline.rerun(trace, from_layer, change=fn, admin=not enforced)
         return replace(state.answer, model_calls=len(child.model_calls))
+
+    def _for_caller(self, trace: Trace, enforced: dict[str, str] | None) -> Trace:
+        """``trace``, when a caller whose key enforces ``enforced`` may use it: its own tenant's, and naming no
+        document outside it (trace/owner.py)."""
+        from ragclinic.trace.owner import OutsideScope, enforced_of, trace_outside
+
+        if enforced and (enforced_of(trace) != dict(enforced) or trace_outside(self.kb.db, trace, enforced)):
+            raise OutsideScope(f"trace {trace.id} is not one of {', '.join(f'{k}={v}' for k, v in enforced.items())}'s "
+                               "traces, or holds chunks from outside it")
+        return trace
 
     def diagnose(self, question: str | None = None, expected: str | Iterable[str] | None = None,
                  trace_id: str | None = None, gold_doc: str | None = None, *, expect_refusal: bool = False,

@@ -1,7 +1,11 @@
 """The answer-side probes, by counterfactual re-runs of the recorded trace (the doctor's restart-from-layer
 mechanism). gate: with the gold chunk in the context, does the gate let the question through — and with no
 evidence, did it answer anyway? generate: with the gold chunk injected and everything else fixed, does the
-generator answer right? The bad answer's claim-level support is reported alongside."""
+generator answer right? The bad answer's claim-level support is reported alongside.
+
+The probes run for a key without a tenant (the server refuses diagnose to a tenant's key): a re-run whose gold chunk
+lies outside the trace's tenant is the admin's (``Pipeline.rerun(admin=True)``: a debug round of its own, no
+enforced tags), so the tenant never reads the other tenant's text through it."""
 
 from __future__ import annotations
 
@@ -61,7 +65,7 @@ def probe_gate(case: Case) -> LayerReport:
         case.counterfactual = (None, case.trace)
         return ok(f"the gold chunk was in the context and the gate answered ({decision.get('reason')})",
                   decision=decision)
-    state, trace = case.pipeline.rerun(case.trace, "gate", change=_with_gold(case))
+    state, trace = case.pipeline.rerun(case.trace, "gate", change=_with_gold(case), admin=True)
     case.counterfactual = (state, trace)
     d = state.decision
     if d.route != "answer":
@@ -92,7 +96,8 @@ def probe_generate(case: Case) -> LayerReport:
         return ok("the answer is right", claims=claims)
     state, trace = case.counterfactual or (None, None)
     if trace is None or (state is not None and state.decision.route != "answer"):
-        state, trace = case.pipeline.rerun(case.trace, "generate", change=_with_gold(case, force_answer=True))
+        state, trace = case.pipeline.rerun(case.trace, "generate", change=_with_gold(case, force_answer=True),
+                                           admin=True)
     answer = state.answer.to_json() if state is not None else trace.final
     gold = case.gold_ids()
     gold_n = (next((p.n for p in state.passages if p.chunk.id in gold), None) if state is not None

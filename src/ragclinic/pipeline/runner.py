@@ -114,17 +114,34 @@ class Pipeline:
                         on_span=on_span)
 
     def rerun(self, trace: Trace, from_layer: str, *, change: Callable[[AskState], AskState] | None = None,
-              frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True
+              frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True, admin: bool = False
               ) -> tuple[AskState, Trace]:
         """Restart ``trace`` at ``from_layer``; ``change`` may alter the rebuilt state first (a treatment,
-        a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs."""
-        state = start_of(trace, from_layer)
-        applied = None
+        a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs.
+
+        The state may hold only chunks the trace's enforced tags admit (what its tenant's key could retrieve):
+        otherwise the re-run raises ``OutsideScope`` — unless ``admin`` (a key without a tenant: the debugger's
+        probes, the library), when it is the admin's run: the enforced tags are dropped and it starts a debug round
+        of its own, so that no tenant's key can read it (issue 32)."""
+        from ragclinic.trace.owner import OutsideScope, outside
+
+        before = state = start_of(trace, from_layer)
         if change is not None:
-            before, state = state, change(state)
-            if state != before:  # recorded, so that the child trace replays to its own answer
-                applied = change_span(before, state, from_layer)
-        return self.run(state, from_layer, on_token=on_token, debug_round_id=trace.debug_round_id or trace.id,
+            state = change(state)
+        round_id = trace.debug_round_id or trace.id
+        must = dict(state.request.enforced)
+        if must and (foreign := outside(self.kb.db, state, must)):
+            if not admin:
+                raise OutsideScope(
+                    f"re-running trace {trace.id} from {from_layer} would put in chunks of {len(foreign)} document(s) "
+                    f"outside {', '.join(f'{k}={v}' for k, v in sorted(must.items()))} (the tags its request "
+                    "enforced); only a key without a tenant may run that")
+            r = state.request
+            state = replace(state, request=replace(r, enforced=(), scope=Scope.parse(dict(r.scope_pairs))))
+            round_id = ""  # a round of its own: the tenant's round lists only what its key may read
+        # recorded, so that the child trace replays to its own answer
+        applied = change_span(before, state, from_layer) if state != before else None
+        return self.run(state, from_layer, on_token=on_token, debug_round_id=round_id,
                         parent=trace, frozen=trace.model_calls if frozen else None, save=save, change=applied)
 
     def run(self, state: AskState, from_layer: str, *, on_token: TokenCallback | None = None,
