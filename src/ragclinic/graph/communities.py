@@ -232,7 +232,7 @@ def _community(conn, g: EntityGraph, cid: str, level: int, members: list[str], e
 
 
 def _made(cid, level, names, members, points, embed, summarize) -> Community:
-    title = _title(names)
+    title = community_title(names)
     summary, by = summarize(title, names, points) if summarize else (extractive_summary(title, points),
                                                                     "extractive")
     vec = None
@@ -241,7 +241,8 @@ def _made(cid, level, names, members, points, embed, summarize) -> Community:
     return Community(cid, level, "", title, tuple(members), summary, tuple(points), by, vec)
 
 
-def _title(names: list[str]) -> str:
+def community_title(names: list[str]) -> str:
+    """A community's title: its three most connected members' names."""
     top = names[:3]
     sep = "、" if any(not n.isascii() for n in top) else ", "
     return sep.join(top)

@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ragclinic.graph.communities import statement
+from ragclinic.graph.communities import community_title, statement
 from ragclinic.graph.extract import chinese_entities, english_entities, normalise
 from ragclinic.pipeline.chunk.sentences import split_sentences
+from ragclinic.pipeline.reason.graph_scope import Sight
 from ragclinic.store import graph as store
 from ragclinic.text.lang import language_of
 from ragclinic.text.support import content_terms, weighted_coverage
@@ -129,12 +130,13 @@ def question_entities(question: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- expansion (specific, mixed)
-def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[list[Hit], dict]:
+def expand(kb, question: str, passages: Sequence[Passage], limit: int, admit=None) -> tuple[list[Hit], dict]:
     """Chunks 1–2 hops from the entities the question names (graph/ relations), not among ``passages``: (hits,
-    the trace's record: seeds, paths, added chunk ids)."""
+    the trace's record: seeds, paths, added chunk ids). ``admit`` (graph_steps.Admission): the chunks the question
+    may read — only entities they mention and relations they state are used or recorded (reason/graph_scope.py)."""
     conn = kb.db.conn
-    keys = [k for k in question_entities(question) if
-            conn.execute("SELECT 1 FROM graph_mentions WHERE entity = ? LIMIT 1", [k]).fetchone()]
+    sight = Sight(conn, admit)
+    keys = [k for k in question_entities(question) if sight.knows(k)]
     record = {"question_entities": keys, "seeds": [], "paths": [], "added": []}
     if not keys or limit <= 0:
         return [], record
@@ -158,12 +160,12 @@ def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[
             paths[chunk_id] = (gain, path)
 
     for s in seeds:
-        for other, chunk_id, w in _relations(conn, s):
+        for other, chunk_id, w in sight.relations(s):
             if other in seeds:  # a relation between two named entities: the strongest evidence
                 credit(chunk_id, 2.0 * w, [s, other])
                 continue
             credit(chunk_id, 0.5 * w, [s, other])
-            for third, chunk2, w2 in _relations(conn, other):  # two hops: named — X — another named entity
+            for third, chunk2, w2 in sight.relations(other):  # two hops: named — X — another named entity
                 if third in seeds and third != s:
                     credit(chunk2, 1.0 * w2, [s, other, third])
     texts = {c: t for c, (t, _) in store.chunk_texts(conn, [c for c in score if c not in have]).items()}
@@ -180,11 +182,6 @@ def expand(kb, question: str, passages: Sequence[Passage], limit: int) -> tuple[
     record["paths"] = [{"chunk_id": c, "path": paths[c][1]} for c in chosen]
     record["added"] = chosen
     return hits_of(kb, chosen), record
-
-
-def _relations(conn, entity: str) -> list[tuple[str, str, float]]:
-    return conn.execute("SELECT CASE WHEN source = ? THEN target ELSE source END, chunk_id, weight FROM "
-                        "graph_relations WHERE source = ? OR target = ? LIMIT 400", [entity, entity, entity]).fetchall()
 
 
 def hits_of(kb, chunk_ids: Sequence[str]) -> list[Hit]:
@@ -216,13 +213,19 @@ def community_evidence(kb, question: str, k: int, points_each: int = 3, admit=No
     """The map step: the ``k`` level-0 communities most relevant to ``question`` (their summary's e5 similarity
     and words), and from each the chunks of its members that bear most on the question (their stored e5 vectors,
     else their words), each chunk's best sentences as the community's points. A chunk serves one community.
-    ``admit(rowid, chunk_id, doc_id)``: which chunks may be read (the question's scope, the caller's tenant)."""
-    found = store.communities(kb.db.conn, level=0)
+    ``admit(rowid, chunk_id, doc_id)``: which chunks may be read (the question's scope, the caller's tenant); a
+    restricted question sees each community through them only (reason/graph_scope.py: its title, members and
+    summary points from those chunks, ranked by their words)."""
+    sight = Sight(kb.db.conn, admit)
+    found = [seen for c in store.communities(kb.db.conn, level=0)
+             if (seen := sight.community(c, community_title)) is not None]
     if not found:
         return []
     q_terms = content_terms(question) - _GLOBAL_WORDS or content_terms(question)
     qv = kb.embedder.embed_queries([question])[0] if kb.embedder is not None else None
-    lexical = np.array([weighted_coverage(q_terms, f"{c.title} {c.summary} {' '.join(c.members)}") for c in found])
+    lexical = np.array([weighted_coverage(q_terms, f"{c.title} {c.summary} {' '.join(c.members)} "
+                                                   f"{' '.join(p.text for p in c.points) if sight.restricted else ''}")
+                        for c in found])
     dense = np.zeros(len(found))
     if qv is not None and all(c.embedding for c in found):
         mat = np.stack([np.frombuffer(c.embedding, np.float32) for c in found])

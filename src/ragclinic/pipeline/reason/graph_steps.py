@@ -4,7 +4,8 @@ it did for the trace; each is a no-op in a knowledge base without a graph."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ragclinic.pipeline.generate import check_claims
 from ragclinic.pipeline.reason import graph as graph_path
@@ -21,8 +22,8 @@ def expand_passages(ctx, state: AskState, passages: list[Passage]) -> dict | Non
     s, q = ctx.settings, state.request.question
     if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
         return None
-    hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand)
     admit = admission(ctx, state)
+    hits, record = graph_path.expand(ctx.kb, q, passages, s.graph_expand, admit=admit)
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in hits])
     for h in hits:
         doc = docs.get(h.chunk.doc_id)
@@ -31,27 +32,35 @@ def expand_passages(ctx, state: AskState, passages: list[Passage]) -> dict | Non
     return record
 
 
-def admission(ctx, state: AskState):
+def admission(ctx, state: AskState) -> "Admission":
     """(rowid, chunk id, doc id) → whether a chunk the graph reached may enter this question's context: inside its
     scope (the search's pre-filter never saw these chunks), carrying the tags the caller enforces (a key's tenant),
-    not quarantined. The map step applies it before it reads a chunk, so nothing outside reaches the trace either."""
+    not quarantined. The graph steps see the graph through it (reason/graph_scope.py): expansion and the map step
+    use and record only what admitted chunks state, so nothing outside reaches the context or the trace."""
     req = state.request
     allowed = None
     if state.allowed_chunks is not None or req.scope_pairs or req.enforced:
         allowed = resolve(ctx.kb.db, req.scope, newest_only=ctx.settings.scope_newest_version).allowed
-    quarantined, docs = set(req.quarantine), {}
+    return Admission(ctx.kb.db, allowed, frozenset(req.quarantine), tuple(req.enforced))
 
-    def admit(rowid: int, chunk_id: str, doc_id: str) -> bool:
-        if chunk_id in quarantined or (allowed is not None and rowid not in allowed):
+
+@dataclass
+class Admission:
+    db: Any
+    allowed: set[int] | None  # the chunk rowids the question's scope admits; None: every chunk
+    quarantined: frozenset[str]
+    enforced: tuple[tuple[str, str], ...]
+    _docs: dict = field(default_factory=dict)
+
+    def __call__(self, rowid: int, chunk_id: str, doc_id: str) -> bool:
+        if chunk_id in self.quarantined or (self.allowed is not None and rowid not in self.allowed):
             return False
-        if req.enforced:
-            if doc_id not in docs:
-                docs.update(ctx.kb.db.doc_infos([doc_id]))
-            doc = docs.get(doc_id)
-            return doc is not None and all(doc.tags.get(k) == v for k, v in req.enforced)
+        if self.enforced:
+            if doc_id not in self._docs:
+                self._docs.update(self.db.doc_infos([doc_id]))
+            doc = self._docs.get(doc_id)
+            return doc is not None and all(doc.tags.get(k) == v for k, v in self.enforced)
         return True
-
-    return admit
 
 
 def _clean(ctx, hit: Hit, doc) -> Hit | None:
