@@ -200,16 +200,26 @@ def _own_trace(clinic, trace_id: str, who: Principal):
 @router.get("/traces/{trace_id}", tags=["traces"])
 def trace(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The `trace show --json` object."""
+    from ragclinic.trace.owner import trace_outside
+
     with state(request).pool.searcher() as clinic:
-        return _own_trace(clinic, trace_id, who).to_dict()
+        t = _own_trace(clinic, trace_id, who)
+        if who.tenant and trace_outside(clinic.kb.db, t, who.enforced):  # a re-run holding another tenant's chunks
+            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
+        return t.to_dict()
 
 
 @router.post("/traces/{trace_id}/replay", tags=["traces"])
 def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The answer rebuilt from the trace's record, with no model call, and whether it equals the recorded one."""
+    from ragclinic.trace.owner import OutsideScope
+
     with state(request).pool.searcher() as clinic:
         t = _own_trace(clinic, trace_id, who)
-        again = clinic.replay(t.id)
+        try:  # a tenant's key: only a trace of its tenant that holds nothing from outside it
+            again = clinic.replay(t.id, enforced=who.enforced or None)
+        except OutsideScope:
+            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base") from None
     return {**again.to_json(), "model_calls": again.model_calls, "equal": again.to_json() == t.final}
 
 

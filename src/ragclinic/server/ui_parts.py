@@ -183,7 +183,9 @@ def doc_context(clinic, doc_id: str, caller: Principal) -> dict[str, Any]:
 
 def round_path(clinic, t) -> list[dict[str, Any]]:
     """Every trace of ``t``'s debug round in the order they ran: the question, the doctor's re-runs (what each
-    changed), the debugger's probes."""
+    changed), the debugger's probes. Of a tenant's round, only the traces of the tenant that hold nothing from
+    outside it (a probe's re-run with another tenant's chunk is the admin's: issue 32)."""
+    from ragclinic.trace.owner import trace_outside
     from ragclinic.trace.store import list_traces
 
     enforced = {k: v for k, v in t.request.get("enforced", ())}
@@ -191,7 +193,9 @@ def round_path(clinic, t) -> list[dict[str, Any]]:
                   key=lambda r: r["created"])
     out = []
     for r in rows:
-        x = clinic.trace(r["id"])
+        x = clinic.trace(r["id"], exact=True)
+        if enforced and trace_outside(clinic.kb.db, x, enforced):
+            continue
         change = x.span("change")
         out.append({"id": x.id, "current": x.id == t.id, "from": x.rerun_from, "route": r["route"],
                     "changed": ", ".join(change.input.changed) if change else "",

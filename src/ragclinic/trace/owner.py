@@ -59,11 +59,11 @@ def _walk(node: Any, doc_ids: set[str], chunk_ids: set[str], known: dict[str, di
                 known[node["doc_id"]] = node["tags"]
         if isinstance(node.get("chunk_id"), str):
             chunk_ids.add(node["chunk_id"])
-        if isinstance(node.get("added"), list):  # the graph expansion's record: chunk ids
+        if isinstance(node.get("added"), (list, tuple)):  # the graph expansion's record: chunk ids
             chunk_ids.update(c for c in node["added"] if isinstance(c, str))
         for v in node.values():
             _walk(v, doc_ids, chunk_ids, known)
-    elif isinstance(node, list):
+    elif isinstance(node, (list, tuple)):  # Trace.to_dict keeps the spans' tuple
         for v in node:
             _walk(v, doc_ids, chunk_ids, known)
 
