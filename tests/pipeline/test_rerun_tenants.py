@@ -61,6 +61,13 @@ def test_a_tenants_rerun_that_would_add_another_tenants_chunk_is_refused(kb):
     assert not [r for r in list_traces(kb.db, 50, trace.debug_round_id) if r["id"] != trace.id]  # nothing saved
 
 
+def test_a_tenants_rerun_may_not_drop_its_enforced_tags(kb):
+    pipe = Pipeline(kb)
+    _, trace = pipe.ask("What is the refund window?", enforced=ACME)
+    with pytest.raises(OutsideScope, match="enforced"):
+        pipe.rerun(trace, "gate", change=lambda s: replace(s, request=replace(s.request, enforced=())))
+
+
 def test_the_admins_rerun_with_another_tenants_chunk_is_the_admins(kb):
     pipe = Pipeline(kb)
     _, trace = pipe.ask("What is the refund window?", enforced=ACME)
@@ -126,3 +133,15 @@ def test_the_debuggers_probe_with_the_tenants_own_gold_chunk_stays_in_its_round(
     for ct in made:
         t = load_trace(kb.db, ct)
         assert enforced_of(t) == ACME and t.debug_round_id == trace.debug_round_id
+
+
+@pytest.mark.parametrize("q", ["What is the refund window?", "What is the globex refund window?",
+                               "How much is the account fee and the refund window of globex?"])
+def test_the_doctors_re_runs_for_a_tenant_hold_only_the_tenants_chunks(kb, q):
+    clinic = Clinic.around(kb, model=None)
+    res = clinic.consult(q, doctor=True, cache=False, enforced=ACME)
+    rows = list_traces(kb.db, 200, res.trace.debug_round_id)
+    assert rows
+    for r in rows:
+        t = load_trace(kb.db, r["id"])
+        assert enforced_of(t) == ACME and not trace_outside(kb.db, t)

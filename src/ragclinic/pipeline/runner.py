@@ -129,7 +129,9 @@ class Pipeline:
         if change is not None:
             state = change(state)
         round_id = trace.debug_round_id or trace.id
-        must = dict(state.request.enforced)
+        must = dict(before.request.enforced)
+        if must and state.request.enforced != before.request.enforced and not admin:
+            raise OutsideScope(f"a re-run of trace {trace.id} may not change the tags its request enforced")
         if must and (foreign := outside(self.kb.db, state, must)):
             if not admin:
                 raise OutsideScope(
