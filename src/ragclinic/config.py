@@ -229,6 +229,26 @@ class Settings(BaseSettings):
     doctor_weak_answer: str = Field("note", pattern="^(note|refuse)$",
                                     description="An answer still unconfirmed when the budget ends: note it, or refuse.")
 
+    # --- `ragclinic serve`: the browser side (docs/server.md, "Browsers")
+    allowed_hosts: list[str] = Field(["127.0.0.1", "localhost", "::1"], description="Host header names the server "
+                                     "answers (any port); others get 400 (DNS rebinding). `serve` adds --host when "
+                                     "it is not a wildcard, and each --allowed-host. '*': any; '.example.com': it "
+                                     "and its subdomains.")
+    session_hours: float = Field(12.0, gt=0, le=24 * 30, description="A UI login lasts this long (the session is "
+                                 "held in the server's memory: a restart logs everyone out).")
+    login_failures_max: int = Field(10, ge=1, description="Failed logins (wrong key: login form, ?api_key=, "
+                                    "Bearer / X-API-Key) one client address may make per window; then 429.")
+    login_failures_window_s: float = Field(60.0, gt=0, description="The window of login_failures_max (seconds).")
+
+    @field_validator("allowed_hosts", mode="after")
+    @classmethod
+    def _host_names(cls, v: list[str]) -> list[str]:
+        bad = [h for h in v if not h.strip() or re.search(r"[/\s@?#]", h.strip()) or h.count(":") == 1]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a host name; give a bare name or address such as rag.example.com "
+                             "or 10.0.0.5 (no scheme, path or port)")
+        return [h.strip().lower().strip("[]") for h in v]
+
     @field_validator("openai_api_key", mode="before")
     @classmethod
     def _api_key_env(cls, v):
