@@ -109,3 +109,18 @@ def _legacy_leak(served, tid: str) -> str:
                         created=parent.created + 1)
         save_trace(db, child)
     return child.id
+
+
+def test_the_ui_diagnose_forms_re_runs_are_the_admins_too(served):
+    tid = served.post("/v1/ask", json={"question": "What is the globex refund window?", "doctor": False},
+                      headers=auth(ACME)).json()["trace_id"]
+    d = served.post("/ui/diagnose", data={"trace_id": tid, "expected": GLOBEX_TEXT}, headers=auth(ADMIN))
+    assert d.status_code == 200 and "verdict" in d.text
+    with served.app.state.rc.pool.searcher() as clinic:
+        made = [r[0] for r in clinic.kb.db.conn.execute("SELECT id FROM traces WHERE parent_id = ?", [tid])]
+    assert made  # the probes' re-runs of acme's trace
+    for ct in made:
+        assert served.get(f"/v1/traces/{ct}", headers=auth(ACME)).status_code == 404
+        assert served.get(f"/v1/traces/{ct}", headers=auth(ADMIN)).status_code == 200
+    page = served.get(f"/traces/{tid}", headers=auth(ACME)).text
+    assert not any(ct in page for ct in made) and GLOBEX_TEXT not in page
