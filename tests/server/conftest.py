@@ -12,6 +12,8 @@ from ragclinic.models.fake_llm import ScriptedLanguageModel
 ADMIN, ACME, GLOBEX = "admin-key-123", "acme-key-123", "globex-key-123"
 KEYS = [ADMIN, f"{ACME}:tenant=acme", f"{GLOBEX}:tenant=globex"]
 ANSWER = "Short-dated treasury bills are the usual proxy for the risk-free rate [1]."
+# The Host names the test servers answer: the loopback names (the default) and TestClient's "testserver".
+HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]
 
 
 def _reply(messages) -> str:
@@ -44,7 +46,7 @@ def served(tmp_path_factory):
         c.ingest(root / "shared")
         c.ingest(root / "acme", tags={"tenant": "acme"})
         c.ingest(root / "globex", tags={"tenant": "globex"})
-    app = create_app(Settings.load(tmp / "kb", **settings), Keys(KEYS),
+    app = create_app(Settings.load(tmp / "kb", **settings, allowed_hosts=HOSTS), Keys(KEYS),
                      model=ScriptedLanguageModel([_reply], yes_prob=0.9), max_upload_mb=1)
     with TestClient(app) as client:
         yield client

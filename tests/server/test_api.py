@@ -12,10 +12,10 @@ ASK_KEYS = {"answer", "refused", "route", "question_type", "citations", "confide
             "generator"}
 
 
-def test_health_and_metrics_need_no_key(served):
+def test_health_needs_no_key_and_metrics_need_the_admin_key(served):
     r = served.get("/healthz")
     assert r.status_code == 200 and r.json()["ok"] is True and r.json()["kb_version"] >= 3
-    m = served.get("/metrics")
+    m = served.get("/metrics", headers=auth(ADMIN))
     assert m.status_code == 200 and "ragclinic_model_queue_depth" in m.text
 
 
@@ -139,7 +139,7 @@ def test_errors_are_json(served):
 
 def test_metrics_count_answers_layers_and_requests(served):
     served.post("/v1/ask", json={"question": Q, "doctor": False}, headers=auth(ADMIN))
-    text = served.get("/metrics").text
+    text = served.get("/metrics", headers=auth(ADMIN)).text
     assert 'ragclinic_answers_total{outcome="answered"}' in text
     assert 'ragclinic_layer_duration_seconds_count{layer="generate"}' in text
     assert 'ragclinic_http_request_duration_seconds_count{method="POST",route="/v1/ask",status="200"}' in text

@@ -12,6 +12,8 @@ from ragclinic.models.fake_llm import PacedLanguageModel
 from ragclinic.models.llm import Message
 from ragclinic.server.pool import CANCELLED, ClientGone, QueuedModel
 
+from .conftest import HOSTS
+
 MSG = [Message("user", "hello there")]
 
 
@@ -56,8 +58,8 @@ def test_evaluation_reports_are_listed_and_served(tmp_path):
     run.mkdir(parents=True)
     (run / "results.json").write_text('{"task": "rag", "n": 81}', encoding="utf-8")
     (run / "report.html").write_text("<h1>report</h1><script>alert(1)</script>", encoding="utf-8")
-    app = create_app(Settings.load(tmp_path / "kb", llm="none", embedder="fake", cache_dir=tmp_path / "cache"),
-                     evals=tmp_path / "evals")
+    app = create_app(Settings.load(tmp_path / "kb", llm="none", embedder="fake", cache_dir=tmp_path / "cache",
+                                   allowed_hosts=HOSTS), evals=tmp_path / "evals")
     with TestClient(app) as c:
         page = c.get("/evals")
         assert page.status_code == 200 and "rgb-run" in page.text and "81" in page.text
@@ -66,8 +68,8 @@ def test_evaluation_reports_are_listed_and_served(tmp_path):
         for bad in ("/evals/..%2F..%2Fetc/passwd.html", "/evals/rgb-run/results.py", "/evals/nope/report.html"):
             assert c.get(bad).status_code == 404
     (run / "results.json").write_text("[1, 2", encoding="utf-8")  # a broken run is left out, not a 500
-    gone = create_app(Settings.load(tmp_path / "kb", llm="none", embedder="fake", cache_dir=tmp_path / "cache"),
-                      evals=tmp_path / "no-such-folder")
+    gone = create_app(Settings.load(tmp_path / "kb", llm="none", embedder="fake", cache_dir=tmp_path / "cache",
+                                    allowed_hosts=HOSTS), evals=tmp_path / "no-such-folder")
     with TestClient(app) as c, TestClient(gone) as g:
         assert c.get("/evals").status_code == 200 and "rgb-run" not in c.get("/evals").text
         assert g.get("/evals").status_code == 200

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import ADMIN, _reply, auth
+from .conftest import ADMIN, HOSTS, _reply, auth
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def traced(served, tmp_path_factory):
     exporter = InMemorySpanExporter()
     settings = served.app.state.rc.settings
     app = create_app(Settings.load(settings.kb, embedder="fake", judge="llm", cache_dir=settings.cache_dir,
-                                   answer_cache=False),
+                                   answer_cache=False, allowed_hosts=HOSTS),
                      Keys([ADMIN]), model=ScriptedLanguageModel([_reply], yes_prob=0.9), tracer=make_tracer(exporter=exporter))
     with TestClient(app) as client:
         yield client, exporter

@@ -40,7 +40,7 @@ def world(tmp_path_factory):
                                                encoding="utf-8")
             c.ingest(root, tags={"tenant": t, "year": str(2020 + rnd.randrange(3))})
     keys = [f"key-of-{t}-000:tenant={t}" for t in TENANTS]
-    app = create_app(Settings.load(tmp / "kb", **settings), Keys(keys),
+    app = create_app(Settings.load(tmp / "kb", **settings, allowed_hosts=["testserver"]), Keys(keys),
                      model=ScriptedLanguageModel([lambda m: m[-1].content[-300:]], yes_prob=0.9))
     with TestClient(app) as client:
         yield client, secrets, words

@@ -8,7 +8,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from .conftest import ACME, ADMIN, GLOBEX
+from .conftest import ACME, ADMIN, GLOBEX, HOSTS
 
 VENDOR = Path(__file__).resolve().parents[2] / "src" / "ragclinic" / "server" / "static" / "vendor"
 Q = "What is usually used as a proxy for the risk-free rate?"
@@ -16,15 +16,22 @@ Q = "What is usually used as a proxy for the risk-free rate?"
 
 def test_vendored_scripts_match_their_pinned_hashes():
     table = (VENDOR / "VENDOR.md").read_text(encoding="utf-8")
-    for name, digest in re.findall(r"^\| (\S+\.js) \|.*\| ([0-9a-f]{64}) \|$", table, re.M):
+    pinned = re.findall(r"^\| (\S+\.(?:js|css)) \|.*\| ([0-9a-f]{64}) \|$", table, re.M)
+    for name, digest in pinned:
         assert hashlib.sha256((VENDOR / name).read_bytes()).hexdigest() == digest, name
-    assert "htmx-2.0.11.min.js" in table
+    assert {"htmx-2.0.11.min.js", "swagger-ui-5.35.0/swagger-ui-bundle.js", "swagger-ui-5.35.0/swagger-ui.css"} <= \
+        {name for name, _ in pinned}
+    assert (VENDOR / "swagger-ui-5.35.0" / "LICENSE").is_file()
 
 
 def _login(client, key=ADMIN):
+    """Log in through ``?api_key=``; the client then sends the pages' CSRF token with every request (as htmx
+    does: base.html's hx-headers)."""
     client.cookies.clear()
+    client.headers.pop("X-CSRF-Token", None)
     r = client.get(f"/?api_key={key}", follow_redirects=False)
-    assert r.status_code == 303 and "ragclinic_key" in r.headers["set-cookie"] and "httponly" in r.headers["set-cookie"].lower()
+    assert r.status_code == 303 and "ragclinic_session" in r.headers["set-cookie"] and "httponly" in r.headers["set-cookie"].lower()
+    client.headers["X-CSRF-Token"] = re.search(r'"X-CSRF-Token": "([0-9a-f]+)"', client.get("/").text).group(1)
     return client
 
 
@@ -34,9 +41,11 @@ def test_pages_need_a_login(served):
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
     bad = served.get("/?api_key=nope-nope-nope", follow_redirects=False)
     assert bad.headers["location"].startswith("/login") and "error=1" in bad.headers["location"]
-    form = served.post("/login", data={"key": "wrong-wrong", "next": "/kb"}, follow_redirects=False)
+    token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', served.get("/login").text).group(1)
+    form = served.post("/login", data={"key": "wrong-wrong", "next": "/kb", "csrf_token": token}, follow_redirects=False)
     assert form.status_code == 200 and "not valid" in form.text
-    ok = served.post("/login", data={"key": ADMIN, "next": "//evil.example/"}, follow_redirects=False)
+    ok = served.post("/login", data={"key": ADMIN, "next": "//evil.example/", "csrf_token": token},
+                     follow_redirects=False)
     assert ok.status_code == 303 and ok.headers["location"] == "/"  # never an open redirect
 
 
@@ -124,7 +133,7 @@ def test_an_ambiguous_question_gets_a_reply_form_and_the_reply_is_remembered(tmp
 
     with Clinic.open(tmp_path / "kb", llm="none", **settings) as c:
         c.ingest(docs)
-    app = create_app(Settings.load(tmp_path / "kb", **settings), Keys([ADMIN]),
+    app = create_app(Settings.load(tmp_path / "kb", **settings, allowed_hosts=HOSTS), Keys([ADMIN]),
                      model=ScriptedLanguageModel(["Mercury is the smallest planet [1]."], yes_prob=0.9))
 
     def final(client, **params):

@@ -9,6 +9,8 @@ import pytest
 
 from graph.helpers import DOCS, write_docs
 
+from .conftest import HOSTS
+
 ADMIN = "admin-key-123"
 
 
@@ -25,7 +27,7 @@ def served_graph(tmp_path_factory):
     settings = {"embedder": "fake", "judge": "lexical", "cache_dir": tmp / "cache", "answer_cache": False}
     with Clinic.open(tmp / "kb", llm="none", graph="fast", **settings) as c:
         c.ingest(write_docs(tmp / "docs", DOCS))
-    app = create_app(Settings.load(tmp / "kb", llm="none", **settings), Keys([ADMIN]), model=None)
+    app = create_app(Settings.load(tmp / "kb", llm="none", **settings, allowed_hosts=HOSTS), Keys([ADMIN]), model=None)
     with TestClient(app) as client:
         client.get(f"/?api_key={ADMIN}", follow_redirects=False)
         yield client

@@ -21,6 +21,10 @@ def serve_cmd(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default; any other "
                              "address needs --api-key)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535),
+    allowed_host: List[str] = typer.Option([], "--allowed-host", metavar="NAME", show_default=False,
+                                           help="Another Host name the server answers (repeatable; beside the "
+                                                "allowed_hosts setting and --host): the name clients use, e.g. "
+                                                "behind a proxy or with --host 0.0.0.0. '*': any."),
     api_key: List[str] = typer.Option([], "--api-key", metavar="KEY[:tenant=NAME]", show_default=False,
                                       help="An accepted key (repeatable); KEY:tenant=NAME sees only that tenant."),
     max_upload_mb: float = typer.Option(100.0, "--max-upload-mb", min=0.001, help="Largest request body."),
@@ -56,7 +60,10 @@ def serve_cmd(
     keys = Keys(api_key)
     if not _loopback(host) and not keys.required:
         raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
-    settings = Settings.load(kb, llm=llm)
+    from ragclinic.server.guard import bind_hosts
+
+    settings = Settings.load(kb, llm=llm)  # the Host names it answers: the setting's, --host's, --allowed-host's
+    settings = Settings.load(kb, llm=llm, allowed_hosts=[*settings.allowed_hosts, *bind_hosts(host, allowed_host)])
     if ray:
         return _serve_on_ray(ray, settings, api_key, replicas, replica_cpus, host, port,
                              {"readers": readers, "max_upload_mb": max_upload_mb, "evals": evals,

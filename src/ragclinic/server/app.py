@@ -1,5 +1,6 @@
-"""The FastAPI application over one knowledge base (``create_app``): middleware (body limit, metrics), the
-key check, health and metrics, and the route modules (api.py: native; openai_api.py: chat completions)."""
+"""The FastAPI application over one knowledge base (``create_app``): middleware (the browser guard, body limit,
+metrics), the key check (a key in a header or ``?api_key=``, else the UI's session), health, metrics and the API
+docs, and the route modules (api.py: native; openai_api.py: chat completions; ui.py: the web UI)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse
 
 from ragclinic.config import Settings
 from ragclinic.server import errors
 from ragclinic.server.auth import Keys, Principal, presented_key
+from ragclinic.server.guard import BrowserGuard
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from ragclinic.server.pool import ClinicPool
+from ragclinic.server.sessions import SESSION_COOKIE, LoginLimiter, Sessions, client_address
 
-OPEN_ROUTES = {"/healthz", "/metrics"}  # no key needed
+OPEN_ROUTES = {"/healthz"}  # no key needed
 
 
 @dataclass
@@ -31,6 +35,8 @@ class ServerState:
     tracer: object = None  # OpenTelemetry tracer (telemetry.py), None when no exporter is configured
     # ingest elsewhere: (folder, tags) → IngestResult; Ray Serve replicas send every write to one writer
     ingest_via: object = None
+    sessions: Sessions | None = None  # the UI's logins (sessions.py)
+    limiter: LoginLimiter | None = None  # failed logins per client address
 
 
 def create_app(settings: Settings, keys: Keys | None = None, *, model=None, readers: int = 2,
@@ -49,13 +55,17 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
         yield
         pool.close()
 
-    app = FastAPI(title="ragclinic", version=_version(), lifespan=lifespan,
+    # the docs and the schema are routes of their own below: behind the key, Swagger UI from vendored files
+    app = FastAPI(title="ragclinic", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None,
                   description="Answers with paragraph citations, a doctor that repairs them, and a debugger that "
                               "names the layer that broke.")
     app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024),
                                Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)),
-                               ingest_via)
+                               ingest_via, Sessions(settings.session_hours * 3600),
+                               LoginLimiter(settings.login_failures_max, settings.login_failures_window_s))
     errors.install(app)
+    app.add_exception_handler(TooManyAttempts, _too_many)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)
 
     @app.middleware("http")
@@ -74,27 +84,77 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
         return {"ok": True, "kb_version": version}
 
     @app.get("/metrics", tags=["service"], response_class=Response)
-    def prometheus() -> Response:
+    def prometheus(who: Principal = Depends(principal)) -> Response:
+        """Prometheus text; a key without a tenant (the totals count every tenant's requests)."""
+        if who.tenant:
+            raise errors.ApiError(403, "forbidden", "the metrics count every tenant: they need a key without a tenant")
         return Response(metrics.text(), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(api.router)
     app.include_router(openai_api.router)
     ui.install(app)
+    _install_docs(app)
+    # outermost: a request for another host, or from another origin, is refused before anything reads it
+    app.add_middleware(BrowserGuard, state=lambda: app.state.rc)
 
     return app
 
 
+def _install_docs(app: FastAPI) -> None:
+    """/openapi.json and /docs (Swagger UI, vendored: static/vendor/VENDOR.md) for any key of this server."""
+    from ragclinic.server import ui
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(_who: Principal = Depends(principal)) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    def docs(request: Request) -> HTMLResponse:
+        return ui.page(request, "docs.html", "", ui.who(request))
+
+
 def principal(request: Request) -> Principal:
-    """The caller, from its key: 401 without one or with one this server does not know (a known key that may
-    not do something gets 403 from that route)."""
+    """The caller, from its key (a header or ``?api_key=``), else from the UI's session cookie: 401 without
+    either or with a key this server does not know (a known key that may not do something gets 403 from that
+    route); 429 while the client address has made too many wrong guesses."""
     rc: ServerState = request.app.state.rc
-    key = presented_key(request.headers, request.cookies, request.query_params)
-    who = rc.keys.check(key)
-    if who is None:
-        if not key:
+    key = presented_key(request.headers, request.query_params)
+    if not key:
+        who = rc.sessions.get(request.cookies.get(SESSION_COOKIE)) if rc.keys.required else rc.keys.check(None)
+        if who is None:
             raise errors.ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer KEY")
+        return who
+    who = check_key(request, key)
+    if who is None:
         raise errors.ApiError(401, "unauthorized", "this API key is not valid for this server")
     return who
+
+
+class TooManyAttempts(errors.ApiError):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(429, "too_many_attempts", f"too many wrong keys from this address: try again in "
+                                                    f"{retry_after} s (login_failures_max per login_failures_window_s)")
+        self.retry_after = retry_after
+
+
+def check_key(request: Request, key: str) -> Principal | None:
+    """The key's principal, or None (counted against the client's address); TooManyAttempts while that address
+    is over its limit of wrong keys (then even a right key waits: else the answer would still tell)."""
+    rc: ServerState = request.app.state.rc
+    if not rc.keys.required:
+        return rc.keys.check(key)
+    client = client_address(request)
+    wait = rc.limiter.retry_after(client)
+    if wait:
+        raise TooManyAttempts(wait)
+    who = rc.keys.check(key)
+    if who is None:
+        rc.limiter.failed(client)
+    return who
+
+
+async def _too_many(_request: Request, e: TooManyAttempts) -> JSONResponse:
+    return JSONResponse(errors.body(e.code, e.message), status_code=429, headers={"Retry-After": str(e.retry_after)})
 
 
 Caller = Depends(principal)

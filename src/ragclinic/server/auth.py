@@ -1,6 +1,6 @@
 """API keys: ``KEY`` (sees everything) or ``KEY:tenant=NAME`` (sees only that tenant's documents, traces and
 feedback). Keys are kept as SHA-256 digests and compared in constant time; ``Authorization: Bearer KEY`` or
-``X-API-Key: KEY``, or the UI's httpOnly cookie."""
+``X-API-Key: KEY``, or ``?api_key=KEY``. A browser's cookie holds a session id, never the key (sessions.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import hmac
 from dataclasses import dataclass
 
 from ragclinic.errors import ConfigError
-
-COOKIE = "ragclinic_key"
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,9 @@ class Keys:
         return found
 
 
-def presented_key(headers, cookies, query) -> str | None:
+def presented_key(headers, query) -> str | None:
+    """The key the request states itself (a header, or ``?api_key=``); a session cookie is not a key."""
     auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
-    return headers.get("x-api-key") or cookies.get(COOKIE) or query.get("api_key")
+    return headers.get("x-api-key") or query.get("api_key")

@@ -3,8 +3,10 @@
 Ask (the answer streams in over server-sent events; each [n] opens the cited passage inside its document),
 Why this answer (the trace page: waterfall, retrieved chunks with every retriever's rank, what the scope left
 out, the gate, the claims, the doctor; diagnose and re-run buttons), compare two traces, the knowledge base
-(documents, upload, a retrieval test) and evaluation reports. Logging in: the key once in a form (kept in an
-httpOnly cookie), or ``?api_key=KEY`` on any page. Jinja2 escapes every string from a document or a model.
+(documents, upload, a retrieval test) and evaluation reports. Logging in: the key once in a form, or
+``?api_key=KEY`` on any page; either makes a session (sessions.py: the httpOnly cookie holds its random id, never
+the key) that logging out revokes. Every page carries its CSRF token (a hidden field, and ``hx-headers`` on the
+body for htmx; guard.py checks it). Jinja2 escapes every string from a document or a model.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
 from ragclinic.server import telemetry, ui_parts
-from ragclinic.server.app import state
-from ragclinic.server.auth import COOKIE, Principal, presented_key
+from ragclinic.server import sessions as _s
+from ragclinic.server.app import TooManyAttempts, check_key, state
+from ragclinic.server.auth import Principal, presented_key
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
@@ -40,27 +43,51 @@ class _Login(Exception):
 
 
 def who(request: Request) -> Principal:
-    """The logged-in caller; a page without one redirects to the login form, ``?api_key=`` logs in."""
+    """The logged-in caller; a page without one redirects to the login form, ``?api_key=`` logs in (a new
+    session, then the same address without the key). A key in a header (a script) is taken as the API takes it."""
     rc = state(request)
     given = request.query_params.get("api_key")
     if given is not None:
-        if rc.keys.check(given) is None:
+        if request.method != "GET":
+            raise ApiError(400, "bad_request", "?api_key= logs in on a page's address (GET) only")
+        found = check_key(request, given)
+        if found is None:
             raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path, 'error': '1'})}", 303))
         rest = {k: v for k, v in request.query_params.items() if k != "api_key"}
-        back = RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), 303)
-        back.set_cookie(COOKIE, given, httponly=True, samesite="lax")
-        raise _Login(back)
-    found = rc.keys.check(presented_key(request.headers, request.cookies, {}))
+        raise _Login(_logged_in(request, found, request.url.path + (f"?{urlencode(rest)}" if rest else "")))
+    key = presented_key(request.headers, {})
+    found = check_key(request, key) if key else rc.sessions.get(request.cookies.get(_s.SESSION_COOKIE))
+    if found is None and not rc.keys.required:
+        found = Principal()
     if found is None:
         raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", 303))
     return found
 
 
-def page(request: Request, name: str, nav: str, who_: Principal | None, **values) -> HTMLResponse:
+def _logged_in(request: Request, found: Principal, to: str) -> RedirectResponse:
+    """A new session for ``found`` (an old one this browser had is revoked), and a redirect to ``to``."""
     rc = state(request)
-    return templates.TemplateResponse(request, name, {"nav": nav, "kb_name": rc.settings.kb.name,
-                                                      "tenant": who_.tenant if who_ else "",
-                                                      "logged_in": rc.keys.required and who_ is not None, **values})
+    rc.sessions.revoke(request.cookies.get(_s.SESSION_COOKIE))
+    back = RedirectResponse(to, 303)
+    back.set_cookie(_s.SESSION_COOKIE, rc.sessions.create(found), max_age=int(rc.sessions.ttl_s), httponly=True,
+                    samesite="lax", secure=request.url.scheme == "https")
+    return back
+
+
+def page(request: Request, name: str, nav: str, who_: Principal | None, status: int = 200, **values) -> HTMLResponse:
+    rc = state(request)
+    anchor, browser = _s.csrf_anchor(request.cookies, rc.sessions), None
+    if anchor is None:  # a first visit: a browser id to tie this page's CSRF token to
+        browser = _s.new_browser_id()
+        anchor = "b:" + browser
+    r = templates.TemplateResponse(request, name, {"nav": nav, "kb_name": rc.settings.kb.name,
+                                                   "tenant": who_.tenant if who_ else "",
+                                                   "logged_in": rc.keys.required and who_ is not None,
+                                                   "csrf": rc.sessions.csrf_token(anchor), **values},
+                                  status_code=status)
+    if browser:
+        r.set_cookie(_s.BROWSER_COOKIE, browser, httponly=True, samesite="lax", secure=request.url.scheme == "https")
+    return r
 
 
 def answer_html(text: str, citations, trace_id: str) -> Markup:
@@ -84,18 +111,31 @@ def login_form(request: Request, next: str = "/", error: str = ""):
 
 
 @router.post("/login")
-def login(request: Request, key: str = Form(""), next: str = Form("/")):
-    if state(request).keys.check(key) is None:
+def login(request: Request, key: str = Form(""), next: str = Form("/"), csrf_token: str = Form("")):
+    rc = state(request)
+    if not rc.sessions.csrf_ok(_s.csrf_anchor(request.cookies, rc.sessions), csrf_token):
+        return page(request, "login.html", "", None, next=_local(next), error="the form was stale: log in again",
+                    status=403)
+    try:
+        found = check_key(request, key)
+    except TooManyAttempts as e:
+        r = page(request, "login.html", "", None, next=_local(next), error=e.message, status=429)
+        r.headers["Retry-After"] = str(e.retry_after)
+        return r
+    if found is None:
         return page(request, "login.html", "", None, next=_local(next), error="that key is not valid")
-    back = RedirectResponse(_local(next), 303)
-    back.set_cookie(COOKIE, key, httponly=True, samesite="lax")
-    return back
+    return _logged_in(request, found, _local(next))
 
 
-@router.get("/logout")
-def logout():
+@router.post("/logout")
+def logout(request: Request, csrf_token: str = Form("")):
+    """Revokes the session (its cookie then opens nothing); a POST with the page's token, so no other site can."""
+    rc = state(request)
+    if not rc.sessions.csrf_ok(_s.csrf_anchor(request.cookies, rc.sessions), csrf_token):
+        raise ApiError(403, "csrf", "the CSRF token is missing or stale: reload the page and log out again")
+    rc.sessions.revoke(request.cookies.get(_s.SESSION_COOKIE))
     back = RedirectResponse("/login", 303)
-    back.delete_cookie(COOKIE)
+    back.delete_cookie(_s.SESSION_COOKIE)
     return back
 
 

@@ -218,9 +218,9 @@ def test_the_ui_trace_page_shows_the_plan_and_the_tool_calls(tmp_path):
     c, lm = _kb(tmp_path, rules)
     with c:
         a = c.ask("How many parcels were shipped on Monday and Tuesday together?", doctor=False, cache=False)
-    app = create_app(Settings.load(tmp_path / "kb", embedder="fake", judge="llm", cache_dir=tmp_path / "cache"),
-                     Keys(["admin-key-123"]), model=lm)
+    app = create_app(Settings.load(tmp_path / "kb", embedder="fake", judge="llm", cache_dir=tmp_path / "cache",
+                                   allowed_hosts=["testserver"]), Keys(["admin-key-123"]), model=lm)
     with TestClient(app) as client:
-        client.post("/login", data={"key": "admin-key-123", "next": "/"}, follow_redirects=False)
+        client.get("/?api_key=admin-key-123", follow_redirects=False)  # logs in (a session cookie)
         page = client.get(f"/traces/{a.trace_id}").text
     assert "The plan and its tool calls" in page and "calculator(3,120 + 2,905)" in page and "6,025" in page
