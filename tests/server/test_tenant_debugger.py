@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from .conftest import ACME, ADMIN, GLOBEX, auth
+from .conftest import ACME, ADMIN, auth
 
 GLOBEX_TEXT = "7 days"  # only globex's refund policy states it (the scripted model echoes it when it is given it)
 

@@ -14,6 +14,7 @@ admits (None: no restriction) and calling it says whether one chunk may be read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from ragclinic.store import graph as store
 
@@ -92,7 +93,5 @@ class Sight:
         if not members:
             return None
         ok = self.chunks(p.chunk_id for p in c.points)
-        from dataclasses import replace
-
         return replace(c, title=title([seen[m] for m in members]), members=tuple(members), summary="",
                        points=tuple(p for p in c.points if p.chunk_id in ok), embedding=None)
