@@ -8,7 +8,8 @@ tenant's key, scope filters) may use — and record in its trace — only what c
   from those chunks (the stored title, summary and its vector are written from every tenant's text: not used).
 
 ``admit`` is the scope layer's ``graph_steps.Admission``: ``allowed`` is the set of chunk rowids the question's scope
-admits (None: no restriction) and calling it says whether one chunk may be read.
+admits (None: no restriction), ``scoped`` whether a scope or a tenant made it, and calling it says whether one chunk
+may be read (chunks are always checked one by one; entities and communities are narrowed only when ``scoped``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ class Sight:
 
     @property
     def restricted(self) -> bool:
-        """Whether the question's scope leaves out some chunks (a tenant's key, a scope filter)."""
-        return self.admit is not None and getattr(self.admit, "allowed", None) is not None
+        """Whether the question's scope leaves out some chunks (a tenant's key, a scope filter; the newest-version
+        policy alone does not: the older versions are the same caller's documents)."""
+        return (self.admit is not None and getattr(self.admit, "allowed", None) is not None
+                and getattr(self.admit, "scoped", True))
 
     def chunks(self, chunk_ids: Iterable[str]) -> set[str]:
         """Those of ``chunk_ids`` the question may read."""

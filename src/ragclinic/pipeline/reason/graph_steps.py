@@ -41,7 +41,8 @@ def admission(ctx, state: AskState) -> "Admission":
     allowed = None
     if state.allowed_chunks is not None or req.scope_pairs or req.enforced:
         allowed = resolve(ctx.kb.db, req.scope, newest_only=ctx.settings.scope_newest_version).allowed
-    return Admission(ctx.kb.db, allowed, frozenset(req.quarantine), tuple(req.enforced))
+    return Admission(ctx.kb.db, allowed, frozenset(req.quarantine), tuple(req.enforced),
+                     bool(req.scope_pairs or req.enforced))
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Admission:
     allowed: set[int] | None  # the chunk rowids the question's scope admits; None: every chunk
     quarantined: frozenset[str]
     enforced: tuple[tuple[str, str], ...]
+    scoped: bool = True  # the caller's scope or tenant restricts what it may see (not only the version policy)
     _docs: dict = field(default_factory=dict)
 
     def __call__(self, rowid: int, chunk_id: str, doc_id: str) -> bool:
