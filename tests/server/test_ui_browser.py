@@ -63,6 +63,9 @@ def test_login_ask_stream_and_open_a_citation(page):
     assert "answered" in page.inner_text("#result")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "ask.png"), full_page=True)
+    page.click("#result button:has-text('not helpful')")  # an htmx post: it carries the page's CSRF token
+    page.wait_for_selector("#result p.ok")
+    assert "saved with the trace" in page.inner_text("#result")
     page.click("#answer a.cite")
     page.wait_for_selector("mark#cited")
     assert "treasury bills" in page.inner_text("mark#cited")
@@ -172,3 +175,4 @@ def test_the_api_docs_render_from_vendored_files(page):
     page.reload()
     page.wait_for_selector(".swagger-ui .opblock")
     assert requested and all(u.startswith(page.url.split("/docs")[0]) for u in requested), requested
+    page.screenshot(path=str(SHOTS / "docs.png"))
