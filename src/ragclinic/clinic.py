@@ -227,8 +227,10 @@ class Clinic:
         CLI's user, the server's key): an ambiguity the owner has clarified before is not asked about again, the
         remembered reply is merged in (``payload["clarification"]["reused"]``); ``debug_round_id``: continue a
         round (the UI's reply to its clarifying question)."""
+        from ragclinic.limits import check_request
         from ragclinic.pipeline.cache import AnswerCacheFront
 
+        check_request(self.settings, question, scope)  # before the cache or a trace stores any of it
         pairs = dict(scope or {})
         keyed = {**pairs, **{f"\x00enforced:{k}": v for k, v in (enforced or {}).items()}}  # the cache's scope
         if interactive:  # an ambiguous question is asked back, not answered per sense: another entry

@@ -131,6 +131,24 @@ class Settings(BaseSettings):
     context_k: int = Field(5, ge=1, le=50, description="Passages given to the gate and the generator (passages "
                                                        "per prompt).")
     max_question_chars: int = Field(4000, ge=16, le=100_000, description="Longer questions are refused.")
+    # --- request bounds (a request's scope and text are stored in its traces and the answer cache, several times)
+    max_scope_keys: int = Field(32, ge=1, le=1000, description="Scope keys (and upload tags) per request; "
+                                                               "more are refused.")
+    max_scope_key_chars: int = Field(64, ge=1, le=10_000, description="A longer scope or tag key is refused.")
+    max_scope_value_chars: int = Field(512, ge=1, le=1_000_000, description="A longer scope or tag value is "
+                                                                           "refused.")
+    max_chat_messages: int = Field(200, ge=1, le=100_000, description="Chat completions: more messages in one "
+                                                                      "request are refused.")
+    max_chat_message_chars: int = Field(32_000, ge=16, le=10_000_000, description="Chat completions: a longer "
+                                                                                  "message is refused.")
+    max_feedback_note_chars: int = Field(2000, ge=1, le=1_000_000, description="A longer feedback note is "
+                                                                               "refused.")
+    max_upload_files: int = Field(100, ge=1, le=10_000, description="Files per upload request (the server's "
+                                                                    "ingest); more are refused. Each file is "
+                                                                    "bounded by max_file_size.")
+    max_upload_name_bytes: int = Field(200, ge=16, le=240, description="An uploaded file's name, in UTF-8 bytes "
+                                                                       "(the file system's limit is 255, its "
+                                                                       "tag sidecar adds 10).")
     max_model_seconds: float = Field(600.0, gt=0, description="Model time one run of the pipeline may use; "
                                                               "past it the rest is answered without the model.")
 

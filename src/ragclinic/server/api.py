@@ -9,41 +9,70 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import tempfile
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragclinic.server import telemetry
+from ragclinic.limits import check_question, check_scope, check_text
+from ragclinic.server import telemetry, uploads
 from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, span_event, sse_body
 
-router = APIRouter(prefix="/v1")
 Scope = dict[str, str]
 
 
+async def bounded(request: Request, _who: Principal = Caller) -> None:
+    """Every JSON body's bounded fields (question, query, scope, expected, note), checked against the settings
+    before the route parses the body or does any work (the limits are settings, so they are checked here rather
+    than in the body models). Starlette keeps the parsed body: the route reads the same one."""
+    if "json" not in request.headers.get("content-type", "json"):
+        return
+    try:
+        data = await request.json()
+    except (ValueError, UnicodeDecodeError):
+        return  # the route's validation says what is wrong with it
+    if isinstance(data, dict):
+        check_body(state(request).settings, data)
+
+
+def check_body(settings, data: dict[str, Any]) -> None:
+    for field in ("question", "query"):
+        if isinstance(data.get(field), str):
+            check_question(settings, data[field], field)
+    if isinstance(data.get("scope"), dict):
+        check_scope(settings, data["scope"])
+    for text in data.get("expected") if isinstance(data.get("expected"), list) else ():
+        if isinstance(text, str):
+            check_question(settings, text, "expected")
+    if isinstance(data.get("note"), str):
+        check_text(settings, data["note"], "note", "max_feedback_note_chars")
+
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(bounded)])
+
+
 class AskBody(BaseModel):
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1)  # at most max_question_chars (bounded)
     scope: Scope | None = None
     doctor: bool = True
     top_k: int | None = Field(None, ge=1, le=100)
 
 
 class RetrievalBody(BaseModel):
-    query: str = Field(min_length=1, max_length=4000)
+    query: str = Field(min_length=1)
     scope: Scope | None = None
     k: int = Field(10, ge=1, le=100)
 
 
 class DiagnoseBody(BaseModel):
-    question: str | None = Field(None, min_length=1, max_length=4000)
+    question: str | None = Field(None, min_length=1)
     trace_id: str | None = Field(None, min_length=1, max_length=64)
     expected: list[str] = Field(default_factory=list, max_length=20)
     gold_doc: str | None = Field(None, max_length=1000)
@@ -54,7 +83,7 @@ class DiagnoseBody(BaseModel):
 class FeedbackBody(BaseModel):
     trace_id: str = Field(min_length=1, max_length=64)
     rating: Literal[1, -1]
-    note: str = Field("", max_length=2000)
+    note: str = ""  # at most max_feedback_note_chars (bounded)
 
 
 # ---------------------------------------------------------------------- ask
@@ -139,44 +168,43 @@ async def ingest(request: Request, files: list[UploadFile] = File(...), tags: li
 
 
 async def _save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Principal):
-    """Uploaded files into a folder of their own under KB/uploads, then ingested with the tags (a tenant's
-    key's tenant over whatever the tags say); nothing stays behind when it fails."""
-    pairs = {}
-    for t in tags:
-        key, eq, value = t.partition("=")
-        if not eq or not key.strip():
-            raise ApiError(422, "invalid_request", f"tag {t!r} is not KEY=VALUE (e.g. tenant=acme)")
-        pairs[key.strip()] = value.strip()
-    pairs.update(who.enforced)
-    folder = Path(tempfile.mkdtemp(prefix="upload-", dir=_uploads(rc)))
+    """Uploaded files into KB/uploads (uploads.py: checked names and sizes, one folder per file named by its
+    content and tags), ingested with the tags (a tenant's key's tenant over whatever they say); nothing that was
+    refused stays behind, and failures name the files as they were uploaded."""
+    s = rc.settings
+    pairs = uploads.tag_pairs(tags, s, who.enforced)
+    names = uploads.file_names([f.filename for f in files], s)
+    staging = uploads.staging_folder(s.kb)
     try:
-        for f in files:
-            name = Path(f.filename or "upload").name
-            if name in ("", ".", ".."):
-                raise ApiError(422, "invalid_request", f"{f.filename!r} is not a file name")
-            if name.endswith(".meta.json"):
-                raise ApiError(422, "invalid_request", f"{name}: metadata sidecars are not accepted by upload; "
-                                                       "send tags as form fields")
-            with open(folder / name, "wb") as out:
-                await run_in_threadpool(shutil.copyfileobj, f.file, out, 1 << 20)
-        return await run_in_threadpool(_ingest, rc, folder, pairs)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
+        digests = [await run_in_threadpool(uploads.receive, f.file, staging, name, pairs, s.max_file_size)
+                   for f, name in zip(files, names)]
+        return await run_in_threadpool(_ingest, rc, staging, digests, pairs)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
-def _uploads(rc) -> Path:
-    where = rc.settings.kb / "uploads"
-    where.mkdir(parents=True, exist_ok=True)
-    return where
-
-
-def _ingest(rc, folder: Path, pairs: dict):
-    """Each upload keeps its own folder under KB/uploads (its documents' source paths point into it)."""
-    if rc.ingest_via is not None:  # a replica of several (scale/ray_serve.py): the one writer ingests
-        return rc.ingest_via(folder, pairs)
+def _ingest(rc, staging: Path, digests: list[str], pairs: dict):
+    """Under the writer's lock: the staged uploads moved into place, ingested (by the one writer of several
+    replicas when there is one: scale/ray_serve.py), and the folders of refused files removed."""
     with rc.pool.writing() as clinic:
-        return clinic.ingest([folder], pairs)
+        folders = [uploads.place(staging, d) for d in digests]
+        try:
+            if rc.ingest_via is not None:
+                result = uploads.merged([rc.ingest_via(f, pairs) for f in folders])
+            else:
+                result = clinic.ingest(folders, pairs)
+        finally:
+            uploads.settle(folders, _sources(clinic, staging.parent))
+    return uploads.relative(result, folders, staging)
+
+
+def _sources(clinic, root: Path) -> set[str]:
+    from ragclinic.errors import StoreError
+
+    try:
+        return uploads.sources_under(clinic.kb.db, root)
+    except StoreError:  # no knowledge base yet (the ingest failed before making it): no sources
+        return set()
 
 
 # ---------------------------------------------------------------------- traces

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragclinic.errors import ConfigError, RagclinicError, StoreError
+from ragclinic.errors import ConfigError, LimitExceeded, RagclinicError, StoreError
 
 
 log = logging.getLogger("ragclinic.server")
@@ -46,6 +46,10 @@ def install(app: FastAPI) -> None:
     async def _store(_request: Request, e: StoreError):
         missing = "no trace" in str(e) or "no document" in str(e)
         return JSONResponse(body("not_found" if missing else "store_error", str(e)), status_code=404 if missing else 409)
+
+    @app.exception_handler(LimitExceeded)
+    async def _limit(_request: Request, e: LimitExceeded):  # the message names the field, the limit, the setting
+        return JSONResponse(body("invalid_request", str(e)), status_code=422)
 
     @app.exception_handler(RagclinicError)
     async def _ours(_request: Request, e: RagclinicError):

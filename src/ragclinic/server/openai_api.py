@@ -1,4 +1,5 @@
-"""``POST /v1/chat/completions``: the OpenAI chat API over ragclinic, so OpenAI clients work unchanged.
+"""``POST /v1/chat/completions`` and ``GET /v1/models``: the OpenAI chat API over ragclinic, so OpenAI clients
+work unchanged (several list the models first).
 
 The last user message is the question; a short follow-up ("and in 2023?") is asked together with the user
 message before it, as `ragclinic chat` does. The reply's content is the cited answer; extra fields carry the
@@ -15,18 +16,21 @@ import json
 import time
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from ragclinic.server.api import AskBody, _consult
+from ragclinic.limits import check_question, over
+from ragclinic.server.api import AskBody, _consult, bounded
 from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job
 
-router = APIRouter(prefix="/v1")
+router = APIRouter(prefix="/v1", dependencies=[Depends(bounded)])
+MODEL = "ragclinic"  # the one model served: the knowledge base's answers, whatever name a request gives
+STARTED = int(time.time())
 
 
 class ChatMessage(BaseModel):
@@ -35,8 +39,8 @@ class ChatMessage(BaseModel):
 
 
 class ChatBody(BaseModel):
-    model: str = Field("ragclinic", max_length=200)
-    messages: list[ChatMessage] = Field(min_length=1, max_length=200)
+    model: str = Field(MODEL, max_length=200)
+    messages: list[ChatMessage] = Field(min_length=1)  # at most max_chat_messages (check_messages)
     stream: bool = False
     # ragclinic's own, optional: the same as /v1/ask's
     scope: dict[str, str] | None = None
@@ -49,22 +53,51 @@ def _text(m: ChatMessage) -> str:
     return (m.content or "").strip()
 
 
-def question_of(messages: list[ChatMessage]) -> str:
+def check_messages(settings, messages: list[ChatMessage]) -> None:
+    """How many messages, and how long each (its text parts together), against the settings."""
+    if len(messages) > settings.max_chat_messages:
+        raise over("messages", "the number of messages", len(messages), "messages", "max_chat_messages",
+                   settings.max_chat_messages, "send fewer (the last user message is the question)")
+    for i, m in enumerate(messages):
+        n = len(m.content) if isinstance(m.content, str) else sum(len(str(p.get("text", ""))) for p in m.content or ())
+        if n > settings.max_chat_message_chars:
+            raise over("messages", f"message {i}", n, "characters", "max_chat_message_chars",
+                       settings.max_chat_message_chars, "shorten it")
+
+
+def question_of(messages: list[ChatMessage], settings) -> str:
     users = [_text(m) for m in messages if m.role == "user" and _text(m)]
     if not users:
         raise ApiError(422, "invalid_request", "messages: no user message with text to answer")
     q = users[-1]
     if len(users) > 1 and len(q.split()) <= 4 and len(q) <= 24:  # a follow-up refers to the question before
         q = f"{users[-2]} {q}"
-    if len(q) > 4000:
-        raise ApiError(422, "invalid_request", f"messages: the question is {len(q)} characters; at most 4000")
+    check_question(settings, q, "messages")
     return q
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": STARTED, "owned_by": "ragclinic"}
+
+
+@router.get("/models", tags=["answers"])
+def models(_who: Principal = Caller) -> dict:
+    """The model this server serves, in the OpenAI shape (clients that list the models first find it)."""
+    return {"object": "list", "data": [_model(MODEL)]}
+
+
+@router.get("/models/{model_id}", tags=["answers"])
+def model(model_id: str, _who: Principal = Caller) -> dict:
+    if model_id != MODEL:
+        raise ApiError(404, "not_found", f"no model {model_id!r} here: this server serves {MODEL!r}")
+    return _model(MODEL)
 
 
 @router.post("/chat/completions", tags=["answers"])
 async def chat_completions(body: ChatBody, request: Request, who: Principal = Caller):
     rc = state(request)
-    ask = AskBody(question=question_of(body.messages), scope=body.scope, doctor=body.doctor)
+    check_messages(rc.settings, body.messages)
+    ask = AskBody(question=question_of(body.messages, rc.settings), scope=body.scope, doctor=body.doctor)
     created = int(time.time())
     if body.stream:
         return StreamingResponse(_chunks(rc, ask, who, request, body.model, created), media_type="text/event-stream",

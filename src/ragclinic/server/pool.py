@@ -88,6 +88,21 @@ class ClinicPool:
         self._search = self._make(1, on_warning)  # searches and reads: never queued behind a question
         self.writer = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
         self._write = threading.Lock()
+        self.stale_uploads = self._clean_uploads()
+
+    def _clean_uploads(self) -> list:
+        """What killed uploads left under KB/uploads (server/uploads.py), removed as the server starts."""
+        from ragclinic.errors import StoreError
+        from ragclinic.server.uploads import clean_stale, sources_under
+
+        root = (self.settings.kb / "uploads").resolve()
+        if not root.is_dir():
+            return []
+        try:
+            sources = sources_under(self.writer.kb.db, root)
+        except StoreError:  # no knowledge base: no document points anywhere
+            sources = set()
+        return clean_stale(self.settings.kb, sources)
 
     def _make(self, n: int, on_warning) -> "queue.Queue[Clinic]":
         free: queue.Queue[Clinic] = queue.Queue()

@@ -159,6 +159,8 @@ def ask_fragment(request: Request):
 
 @router.get("/ui/ask/stream")
 async def ask_stream(request: Request):
+    from ragclinic.limits import check_request
+
     caller = who(request)
     rc = state(request)
     params = dict(request.query_params)
@@ -166,6 +168,7 @@ async def ask_stream(request: Request):
     if not question:
         raise ApiError(422, "invalid_request", "q: ask a question")
     scope = ui_parts.scope_of(params, caller)
+    check_request(rc.settings, question, scope)  # 422 before the stream starts (its errors are only an id)
     job = Job(asyncio.get_running_loop())
 
     def work(j: Job) -> None:
@@ -197,11 +200,13 @@ async def ask_stream(request: Request):
 
 @router.post("/ui/feedback")
 def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int = Form(...), note: str = Form("")):
+    from ragclinic.limits import check_text
     from ragclinic.trace.store import add_feedback
 
     caller = who(request)
     if rating not in (1, -1):
         raise ApiError(422, "invalid_request", "rating: 1 or -1")
+    check_text(state(request).settings, note, "note", "max_feedback_note_chars")
     with state(request).pool.writing() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
         add_feedback(clinic.kb.db, t.id, {"rating": rating, "note": note, "created": dt.datetime.now().timestamp(),
@@ -309,9 +314,11 @@ def doc_page(request: Request, doc_id: str):
 
 @router.post("/ui/retrieval")
 def retrieval_fragment(request: Request, q: str = Form(...)):
+    from ragclinic.limits import check_question
     from ragclinic.server.api import RetrievalBody, _retrieve
 
     caller = who(request)
+    check_question(state(request).settings, q, "query")
     found = _retrieve(state(request), RetrievalBody(query=q, k=10), caller)
     return templates.TemplateResponse(request, "_hits.html", {"hits": found["hits"]})
 
