@@ -18,7 +18,7 @@ _LAYERS = ("retrieve", "scope", "gate", "generate")
 # kinds, repeated to weight them (uploads and diagnoses cost an ingest / several probes)
 KINDS = ("ask", "ask", "ask_sse", "chat", "chat_stream", "retrieval", "ui_ask", "ui_retrieval", "diagnose",
          "diagnose", "rerun", "replay", "feedback", "traces", "trace", "ui_trace", "ui_traces", "passage", "compare",
-         "kb", "kb_doc", "upload", "name_probe", "name_probe")
+         "kb", "kb_doc", "upload", "name_probe", "name_probe", "service")
 
 
 def action_strategy():
@@ -30,7 +30,9 @@ def action_strategy():
 
 # ---------------------------------------------------------------------- requests
 def _send(w: World, route: str, key: str, method: str, url: str, **kw):
-    headers = {"Authorization": f"Bearer {KEY_OF[key]}", **kw.pop("headers", {})}
+    # the key as a header (a page of another origin cannot send one, so Origin and CSRF checks do not apply)
+    said = {"X-API-Key": KEY_OF[key]} if w.rnd.random() < 0.2 else {"Authorization": f"Bearer {KEY_OF[key]}"}
+    headers = {**said, **kw.pop("headers", {})}
     r = w.client.request(method, url, headers=headers, follow_redirects=False, **kw)
     text = r.text
     w.check(route, key, r.status_code, text)
@@ -236,6 +238,13 @@ def kb(w, key, a, b, c):
     return 1
 
 
+def service(w, key, a, b, c):
+    """The routes around the answers: models, health, metrics (the admin's), the OpenAPI schema."""
+    url = ("/v1/models", "/healthz", "/metrics", "/openapi.json")[a % 4]
+    _send(w, f"GET {url}", key, "GET", url)
+    return 1
+
+
 def kb_doc(w, key, a, b, c):
     if a % 3 == 0 and (theirs := _their(w, key, "docs", b)) is not None:
         return _probe(w, "GET /kb/doc/{id}", key, theirs, lambda x: f"/kb/doc/{x}", "GET", lambda _x: {})
@@ -321,11 +330,28 @@ ACTIONS = {
     "retrieval": retrieval, "ui_ask": ui_ask, "ui_retrieval": ui_retrieval, "diagnose": diagnose, "rerun": rerun,
     "replay": replay, "feedback": feedback, "traces": traces, "trace": trace, "ui_trace": ui_trace,
     "ui_traces": ui_traces, "passage": passage, "compare": compare, "kb": kb, "kb_doc": kb_doc, "upload": upload,
-    "name_probe": name_probe,
+    "name_probe": name_probe, "service": service,
 }
 
 
 # ---------------------------------------------------------------------- the driver
+def prelude(w: World) -> int:
+    """Every kind of question and every action once by each key, before hypothesis draws: whatever it draws, a
+    run has asked global and graph questions, diagnosed each tenant's traces and probed every route."""
+    n = 0
+    for who in range(len(TENANTS) + 1):
+        key = "" if who == 0 else TENANTS[who - 1]
+        for kind in range(8):  # each kind of question, and its trace
+            body = {"question": question(w, key, kind + 8 * who), "doctor": False}
+            _, text = _send(w, "POST /v1/ask", key, "POST", "/v1/ask", json=body)
+            if tid := _TRACE_ID.search(text):
+                _send(w, "GET /v1/traces/{id}", key, "GET", f"/v1/traces/{tid.group(1)}")
+            n += 2
+        for i, kind in enumerate(dict.fromkeys(KINDS)):
+            n += ACTIONS[kind](w, key, i * 37 + who, i * 11 + who, 2 * i + 1)
+    return n
+
+
 def run_property(w: World, requests: int, *, seed: int | None = None, per_example: int = 12) -> float:
     """Hypothesis-drawn sequences of actions (up to ``per_example`` each) until ``requests`` requests were made;
     every leak is recorded in ``w.leaks`` (not raised: the world's state carries over between examples, so a
@@ -355,6 +381,7 @@ def run_property(w: World, requests: int, *, seed: int | None = None, per_exampl
 
     if seed is not None:
         sequences = fix_seed(seed)(sequences)
+    made[0] += prelude(w)
     while made[0] < requests:
         sequences()
     return time.perf_counter() - t0

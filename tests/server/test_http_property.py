@@ -5,7 +5,7 @@ replays, feedback, trace listings and pages, passages, compare, the knowledge-ba
 admin key and three tenant keys. Every byte a tenant key gets back holds no other owner's marker, entity name,
 chunk id or doc id and no server path; another owner's id reads like one that does not exist; nothing is a 5xx.
 
-Size: RAGCLINIC_PROPERTY_REQUESTS (default 1,000: about 30 s here, within a minute on two cores); the bench runs
+Size: RAGCLINIC_PROPERTY_REQUESTS (default 800: about 25 s of CPU here, within a minute on two cores); the bench runs
 it at 10,000 (bench/tenant_property.py)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from .property_actions import run_property
 from .property_world import open_world
 
-REQUESTS = int(os.environ.get("RAGCLINIC_PROPERTY_REQUESTS", "1000"))
+REQUESTS = int(os.environ.get("RAGCLINIC_PROPERTY_REQUESTS", "800"))
 
 
 @pytest.fixture(scope="module")
