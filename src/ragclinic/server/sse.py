@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ragclinic.server.pool import CANCELLED
+from ragclinic.server.pool import CANCELLED, ClientGone
 
+log = logging.getLogger("ragclinic.server")
 KEEPALIVE_S = 10.0
 _DONE = object()
 
@@ -36,7 +39,7 @@ class Job:
             try:
                 work(self)
             except Exception as e:  # noqa: BLE001 - reported to the client as an `error` event
-                self.emit("error", {"error": {"code": type(e).__name__, "message": str(e)}})
+                self.emit("error", failed(e))
             finally:
                 self.loop.call_soon_threadsafe(self.events.put_nowait, _DONE)
 
@@ -60,6 +63,18 @@ class Job:
                 yield item
         finally:
             self.cancelled.set()
+
+
+def failed(e: BaseException) -> dict:
+    """The `error` event for a request that failed after its stream began: an error id, the detail (paths, SQL,
+    other tenants' names) in the server's log under that id, never in the event."""
+    error_id = secrets.token_hex(6)
+    if isinstance(e, ClientGone):  # nobody is reading: not a server fault
+        log.info("a streamed request ended: its client left (error id %s)", error_id)
+    else:
+        log.error("a streamed request failed (error id %s)", error_id, exc_info=e)
+    return {"error": {"code": "internal_error", "error_id": error_id,
+                      "message": f"the request failed (error id {error_id}); the server log has the details"}}
 
 
 def sse_event(n: int, event: str, data: Any) -> str:

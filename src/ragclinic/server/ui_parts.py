@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
+from ragclinic.errors import StoreError
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 
@@ -24,12 +26,41 @@ def scope_of(params: dict[str, str], caller: Principal) -> dict[str, str]:
     return scope
 
 
+def no_trace(trace_id: str) -> ApiError:
+    """The one 404 for a trace a key may not read, whether it does not exist or is another tenant's: byte for
+    byte the same, so that a tenant cannot tell the two apart."""
+    return ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
+
+
 def own_trace(clinic, trace_id: str, caller: Principal):
-    """The trace, if the caller may see it (a tenant's key: its tenant's only); else 404 as if it did not exist."""
-    t = clinic.trace(trace_id, exact=bool(caller.tenant))  # a prefix would tell a tenant about others' ids
-    if caller.tenant and {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
-        raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
-    return t
+    """The trace, if the caller may see it (a tenant's key: its tenant's only, its settings without the server's
+    folders and addresses); else 404 as if it did not exist."""
+    if not caller.tenant:
+        return clinic.trace(trace_id)
+    try:
+        t = clinic.trace(trace_id, exact=True)  # a prefix would tell a tenant about others' ids
+    except StoreError:
+        raise no_trace(trace_id) from None
+    if {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
+        raise no_trace(trace_id)
+    return replace(t, settings=redacted_settings(t.settings))
+
+
+# settings a tenant's key never reads in a trace: where the server keeps things and whom it talks to
+_SERVER_SETTINGS = {"kb", "cache_dir", "allowed_hosts"}
+_SERVER_SUFFIXES = ("_url", "_dir", "_path", "_endpoint", "_host", "_hosts", "_file")
+
+
+def redacted_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A trace's settings without the server's folders, files, hosts and URLs (by name, and any value that reads
+    like an absolute path or an address, whatever its name)."""
+    def private(key: str, value: Any) -> bool:
+        if key in _SERVER_SETTINGS or (key.endswith(_SERVER_SUFFIXES) and not isinstance(value, (bool, int, float))):
+            return True
+        return isinstance(value, str) and (value.startswith(("/", "~", "\\")) or "://" in value
+                                           or (len(value) > 2 and value[1:3] in (":\\", ":/")))
+
+    return {k: v for k, v in settings.items() if not private(k, v)}
 
 
 _KEPT_PARAMS = ("q", "doctor", "tenant", "tags", "from", "to")
@@ -54,20 +85,22 @@ def owner_of(caller: Principal) -> str:
 
 
 def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str, Any]:
-    """The cited passage inside its document's text (highlighted), or the trace's copy if the document changed."""
+    """The cited passage inside its document's text (highlighted), or the trace's copy if the document changed.
+    Every way of not finding it — no such chunk, another tenant's, a trace the key may not read — is the same 404."""
     row = clinic.kb.db.conn.execute('SELECT c.doc_id, c.start, c."end", c.section, c.page, c.text, d.text, d.title, '
                                     'd.path, d.tags FROM chunks c JOIN documents d ON d.doc_id = c.doc_id '
                                     'WHERE c.chunk_id = ?', [chunk_id]).fetchone()
-    if row is not None:
+    if row is not None and not (caller.tenant and json.loads(row[9]).get("tenant") != caller.tenant):
         doc_id, start, end, section, page_no, text, doc_text, title, path, tags = row
-        if caller.tenant and json.loads(tags).get("tenant") != caller.tenant:
-            raise ApiError(404, "not_found", "no such passage")
         return {"title": title or path, "path": path, "section": " › ".join(json.loads(section)), "page": page_no,
                 "before": doc_text[max(0, start - 4000):start], "cited": doc_text[start:end],
                 "after": doc_text[end:end + 4000]}
-    if trace_id:  # re-ingested since: the trace holds the chunk whole
-        t = own_trace(clinic, trace_id, caller)
-        for p in t.state_after("scope").passages if t.span("scope") else ():
+    if row is None and trace_id:  # re-ingested since: the trace holds the chunk whole
+        try:
+            t = own_trace(clinic, trace_id, caller)
+        except (ApiError, StoreError):
+            t = None
+        for p in t.state_after("scope").passages if t is not None and t.span("scope") else ():
             if p.chunk.id == chunk_id:
                 return {"title": p.doc.title or p.doc.path, "path": p.doc.path + " (changed since this answer)",
                         "section": " › ".join(p.chunk.section), "page": p.chunk.page, "before": "",
