@@ -91,6 +91,8 @@ def test_serve_adds_its_host_and_each_allowed_host(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert served["app"].state.rc.settings.allowed_hosts == ["127.0.0.1", "localhost", "::1", "rag.example.org",
                                                              "10.0.0.5"]
+    r = CliRunner().invoke(cli, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "none"])  # 127.0.0.1: no change
+    assert r.exit_code == 0 and served["app"].state.rc.settings.allowed_hosts == ["127.0.0.1", "localhost", "::1"]
 
 
 # ---------------------------------------------------------------------- Origin: state-changing requests

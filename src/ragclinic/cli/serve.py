@@ -63,7 +63,8 @@ def serve_cmd(
     from ragclinic.server.guard import bind_hosts
 
     settings = Settings.load(kb, llm=llm)  # the Host names it answers: the setting's, --host's, --allowed-host's
-    settings = Settings.load(kb, llm=llm, allowed_hosts=[*settings.allowed_hosts, *bind_hosts(host, allowed_host)])
+    hosts = list(dict.fromkeys([*settings.allowed_hosts, *(h.lower() for h in bind_hosts(host, allowed_host))]))
+    settings = Settings.load(kb, llm=llm, allowed_hosts=hosts)
     if ray:
         return _serve_on_ray(ray, settings, api_key, replicas, replica_cpus, host, port,
                              {"readers": readers, "max_upload_mb": max_upload_mb, "evals": evals,
