@@ -176,3 +176,12 @@ def test_the_api_docs_render_from_vendored_files(page):
     page.wait_for_selector(".swagger-ui .opblock")
     assert requested and all(u.startswith(page.url.split("/docs")[0]) for u in requested), requested
     page.screenshot(path=str(SHOTS / "docs.png"))
+    # "Try it out" rides on the session: the POST carries the page's CSRF token (static/swagger-init.js)
+    op = page.locator(".opblock-post", has_text="/v1/retrieval")
+    op.locator(".opblock-summary").click()
+    op.locator("button.try-out__btn").click()
+    op.locator("textarea.body-param__text").fill('{"query": "treasury bills", "k": 3}')
+    op.locator("button.execute").click()
+    status = op.locator(".live-responses-table tbody .response-col_status").first
+    status.wait_for()
+    assert status.inner_text().strip().startswith("200"), op.locator(".live-responses-table").inner_text()
