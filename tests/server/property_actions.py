@@ -338,7 +338,15 @@ ACTIONS = {
 def prelude(w: World) -> int:
     """Every kind of question and every action once by each key, before hypothesis draws: whatever it draws, a
     run has asked global and graph questions, diagnosed each tenant's traces and probed every route."""
-    n = 0
+    n, done = 0, []
+
+    def step(label: tuple, made: int) -> None:
+        nonlocal n
+        n += made
+        done.append(label)
+        if w.leaks and w.first_leak_actions is None:
+            w.first_leak_actions = ["prelude", *done]
+
     for who in range(len(TENANTS) + 1):
         key = "" if who == 0 else TENANTS[who - 1]
         for kind in range(8):  # each kind of question, and its trace
@@ -346,9 +354,10 @@ def prelude(w: World) -> int:
             _, text = _send(w, "POST /v1/ask", key, "POST", "/v1/ask", json=body)
             if tid := _TRACE_ID.search(text):
                 _send(w, "GET /v1/traces/{id}", key, "GET", f"/v1/traces/{tid.group(1)}")
-            n += 2
+            step(("ask+trace", key or "admin", body["question"]), 2)
         for i, kind in enumerate(dict.fromkeys(KINDS)):
-            n += ACTIONS[kind](w, key, i * 37 + who, i * 11 + who, 2 * i + 1)
+            picks = (i * 37 + who, i * 11 + who, 2 * i + 1)
+            step((kind, key or "admin", *picks), ACTIONS[kind](w, key, *picks))
     return n
 
 
@@ -361,7 +370,7 @@ def run_property(w: World, requests: int, *, seed: int | None = None, per_exampl
     from hypothesis import strategies as st
 
     made = [0]
-    w.first_leak_actions = None
+    w.first_leak_actions = None  # the actions (the prelude's or one drawn sequence) up to the first leak
     t0 = time.perf_counter()
 
     @settings(max_examples=max(10, requests), deadline=None, database=None, derandomize=seed is None,
