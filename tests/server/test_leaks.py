@@ -128,3 +128,30 @@ def test_the_sse_error_event_names_an_error_id_not_the_exception(served, monkeyp
 def test_trace_views_still_work(served, key):
     tid = _trace(served, key)
     assert served.post(f"/v1/traces/{tid}/replay", headers=auth(key)).json()["equal"] is True
+
+
+def test_an_uploaded_documents_path_never_names_the_servers_folder(served):
+    kb = str(served.app.state.rc.settings.kb.resolve())
+    files = [("files", ("fees.md", b"# Fees\n\nThe acme account fee is 3 dollars a month.\n", "text/markdown"))]
+    assert served.post("/v1/ingest", files=files, headers=auth(ACME)).json()["added"] == 1
+    q = "What is the account fee?"
+    ask = served.post("/v1/ask", json={"question": q, "doctor": True}, headers=auth(ACME))
+    cited = ask.json()["citations"]
+    assert any(c["path"].startswith("uploads/") and c["path"].endswith("/fees.md") for c in cited), cited
+    tid = ask.json()["trace_id"]
+    with served.stream("POST", "/v1/ask", json={"question": q}, headers={**auth(ACME), **SSE}) as r:
+        sse = "".join(r.iter_text())
+    with served.stream("GET", "/ui/ask/stream", params={"q": q}, headers=auth(ACME)) as r:
+        ui = "".join(r.iter_text())
+    chat = served.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": q}]}, headers=auth(ACME))
+    hits = served.post("/v1/retrieval", json={"query": "account fee"}, headers=auth(ACME))
+    doc = hits.json()["hits"][0]
+    pages = [served.get(url, headers=auth(ACME)) for url in
+             (f"/v1/traces/{tid}", f"/traces/{tid}", f"/compare?a={tid}", "/kb", f"/kb/doc/{doc['doc_id']}",
+              f"/passage/{doc['chunk_id']}?trace={tid}")]
+    for name, text in [("ask", ask.text), ("sse", sse), ("ui", ui), ("chat", chat.text), ("hits", hits.text),
+                       *[(p.url.path, p.text) for p in pages]]:
+        assert "fees.md" in text or name in ("ui", "chat"), name
+        assert kb not in text, name
+    admin = served.post("/v1/retrieval", json={"query": "account fee"}, headers=auth(ADMIN)).json()["hits"]
+    assert any(h["path"].startswith(kb) for h in admin)  # the admin's key reads where the file is

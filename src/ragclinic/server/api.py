@@ -24,6 +24,7 @@ from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, span_event, sse_body
+from ragclinic.server.ui_parts import local_paths, seen_by
 
 Scope = dict[str, str]
 
@@ -105,7 +106,7 @@ def _consult(rc, body: AskBody, who: Principal, on_token, on_span):
                               enforced=who.enforced, on_span=on_span)
     rc.metrics.observe_answer(seen.payload, seen.trace)
     telemetry.emit(rc.tracer, seen.trace, seen.payload)
-    return seen
+    return seen_by(seen, who, rc.settings)  # a tenant's key: no server folder in a source path
 
 
 async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
@@ -114,7 +115,7 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
     def work(j: Job) -> None:
         def on_span(span, st):
             if (ev := span_event(span, st)) is not None:
-                j.emit(*ev)
+                j.emit(ev[0], local_paths(ev[1], rc.settings) if who.tenant else ev[1])
 
         seen = _consult(rc, body, who, lambda piece: j.emit("delta", piece), on_span)
         p = seen.payload
@@ -151,11 +152,12 @@ def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
         hits = [h for h in found.hits]
         docs = clinic.kb.db.doc_infos([h.chunk.doc_id for h in hits])
     hits = [h for h in hits if h.chunk.doc_id in docs and all(docs[h.chunk.doc_id].tags.get(k) == v for k, v in must)]
-    return {"query": body.query, "retriever": out["retriever"], "ms": round((time.perf_counter() - t0) * 1000, 2),
+    found = {"query": body.query, "retriever": out["retriever"], "ms": round((time.perf_counter() - t0) * 1000, 2),
             "hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "path": docs[h.chunk.doc_id].path,
                       "title": docs[h.chunk.doc_id].title, "text": h.chunk.text, "score": h.score,
                       "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score} for s in h.sources]}
                      for i, h in enumerate(hits, start=1)]}
+    return local_paths(found, rc.settings) if who.tenant else found
 
 
 # ---------------------------------------------------------------------- ingest

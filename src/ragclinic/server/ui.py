@@ -189,6 +189,7 @@ async def ask_stream(request: Request):
                                   owner=ui_parts.owner_of(caller), debug_round_id=round_id)
         rc.metrics.observe_answer(seen.payload, seen.trace)
         telemetry.emit(rc.tracer, seen.trace, seen.payload)
+        seen = ui_parts.seen_by(seen, caller, rc.settings)
         html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html, params))
         j.emit("status", "")
         j.emit("final", html)

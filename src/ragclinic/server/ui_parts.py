@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +44,35 @@ def own_trace(clinic, trace_id: str, caller: Principal):
         raise no_trace(trace_id) from None
     if {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
         raise no_trace(trace_id)
-    return replace(t, settings=redacted_settings(t.settings))
+    return type(t).from_dict(local_paths({**t.to_dict(), "settings": redacted_settings(t.settings)},
+                                         clinic.settings))
+
+
+def local_paths(obj: Any, settings) -> Any:
+    """``obj`` (JSON-like: dicts, lists, strings) with the knowledge-base folder cut from every path: an
+    uploaded document's source (``KB/uploads/…``) reads ``uploads/…`` to a tenant's key."""
+    root = str(settings.kb.resolve())
+
+    def cut(x: Any) -> Any:
+        if isinstance(x, str):
+            return x.replace(root + os.sep, "").replace(root, ".") if root in x else x
+        if isinstance(x, dict):
+            return {k: cut(v) for k, v in x.items()}
+        if type(x) in (list, tuple):
+            return type(x)(cut(v) for v in x)
+        return x
+
+    return cut(obj)
+
+
+def seen_by(seen, caller: Principal, settings):
+    """A consultation as a tenant's key gets it: the `ask --json` object and the answer's citations with the
+    knowledge-base folder cut from their paths."""
+    if not caller.tenant:
+        return seen
+    a = seen.answer
+    cites = tuple(replace(c, path=local_paths(c.path, settings)) for c in a.citations)
+    return replace(seen, payload=local_paths(seen.payload, settings), answer=replace(a, citations=cites))
 
 
 # settings a tenant's key never reads in a trace: where the server keeps things and whom it talks to
@@ -92,6 +121,7 @@ def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str
                                     'WHERE c.chunk_id = ?', [chunk_id]).fetchone()
     if row is not None and not (caller.tenant and json.loads(row[9]).get("tenant") != caller.tenant):
         doc_id, start, end, section, page_no, text, doc_text, title, path, tags = row
+        path = local_paths(path, clinic.settings) if caller.tenant else path
         return {"title": title or path, "path": path, "section": " › ".join(json.loads(section)), "page": page_no,
                 "before": doc_text[max(0, start - 4000):start], "cited": doc_text[start:end],
                 "after": doc_text[end:end + 4000]}
@@ -171,7 +201,7 @@ def _hits(t, db=None) -> list[dict[str, Any]]:
         p = in_context.get(h.chunk.id)
         doc = docs.get(h.chunk.doc_id)
         out.append({"text": h.chunk.text, "score": h.score, "sources": h.sources,
-                    "title": (doc.title or doc.path) if doc else h.chunk.doc_id, "n": p.n if p else 0,
+                    "title": (doc.title or os.path.basename(doc.path)) if doc else h.chunk.doc_id, "n": p.n if p else 0,
                     "support": p.support if p else 0.0})
     return out
 
@@ -190,7 +220,8 @@ def kb_context(clinic, caller: Principal) -> dict[str, Any]:
                      "chunks": chunks, "tags": ", ".join(f"{k}={v}" for k, v in tags.items()),
                      "warnings": list(p.get("warnings", [])) + list(c.get("warnings", []))})
     stats = {"documents": len(docs), "chunks": sum(x["chunks"] for x in docs)}
-    return {"docs": docs, "stats": stats, "version": db.version}
+    out = {"docs": docs, "stats": stats, "version": db.version}
+    return local_paths(out, clinic.settings) if caller.tenant else out
 
 
 def doc_context(clinic, doc_id: str, caller: Principal) -> dict[str, Any]:
@@ -208,10 +239,11 @@ def doc_context(clinic, doc_id: str, caller: Principal) -> dict[str, Any]:
     def rows(report: dict) -> list[tuple[str, str]]:
         return [(k, json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)) for k, v in report.items()]
 
-    return {"title": title or path, "path": path, "doc_id": doc_id, "language": language,
-            "tags": ", ".join(f"{k}={v}" for k, v in json.loads(tags).items()),
-            "reports": [("parse report", rows(json.loads(preport))), ("chunk report", rows(json.loads(creport)))],
-            "chunks": chunks}
+    out = {"title": title or path, "path": path, "doc_id": doc_id, "language": language,
+           "tags": ", ".join(f"{k}={v}" for k, v in json.loads(tags).items()),
+           "reports": [("parse report", rows(json.loads(preport))), ("chunk report", rows(json.loads(creport)))],
+           "chunks": chunks}
+    return local_paths(out, clinic.settings) if caller.tenant else out
 
 
 def round_path(clinic, t) -> list[dict[str, Any]]:
