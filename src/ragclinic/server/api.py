@@ -153,10 +153,10 @@ def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
         docs = clinic.kb.db.doc_infos([h.chunk.doc_id for h in hits])
     hits = [h for h in hits if h.chunk.doc_id in docs and all(docs[h.chunk.doc_id].tags.get(k) == v for k, v in must)]
     found = {"query": body.query, "retriever": out["retriever"], "ms": round((time.perf_counter() - t0) * 1000, 2),
-            "hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "path": docs[h.chunk.doc_id].path,
-                      "title": docs[h.chunk.doc_id].title, "text": h.chunk.text, "score": h.score,
-                      "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score} for s in h.sources]}
-                     for i, h in enumerate(hits, start=1)]}
+             "hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "path": docs[h.chunk.doc_id].path,
+                       "title": docs[h.chunk.doc_id].title, "text": h.chunk.text, "score": h.score,
+                       "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score} for s in h.sources]}
+                      for i, h in enumerate(hits, start=1)]}
     return local_paths(found, rc.settings) if who.tenant else found
 
 
