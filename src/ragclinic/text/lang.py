@@ -7,6 +7,8 @@ from functools import lru_cache
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+_CJK_RUN = re.compile(_CJK.pattern + "+")
+_LATIN_RUN = re.compile(_LATIN.pattern + "+")
 
 
 @lru_cache(maxsize=1)
@@ -33,8 +35,9 @@ def detect_language(text: str) -> str:
     Chinese text carries one character per word where English carries ~5 letters per word,
     so a 30% character share already means Chinese dominates the words.
     """
-    cjk = len(_CJK.findall(text))
-    latin = len(_LATIN.findall(text))
+    # Counted by what a substitution removes: no list of every letter (80 MB for a 10 MB text).
+    cjk = len(text) - len(_CJK_RUN.sub("", text))
+    latin = len(text) - len(_LATIN_RUN.sub("", text))
     if cjk + latin == 0:
         return "und"
     return "zh" if cjk / (cjk + latin) >= 0.3 else "en"

@@ -16,7 +16,7 @@ from types import MappingProxyType
 from ragclinic.config import Settings
 from ragclinic.errors import LayerError, RagclinicError
 from ragclinic.pipeline.chunk.report import build_report, where
-from ragclinic.pipeline.chunk.sentences import split_clauses, split_sentences
+from ragclinic.pipeline.chunk.sentences import LONG_RUN, long_runs, split_clauses, split_sentences
 from ragclinic.pipeline.chunk.tokens import TokenCounter
 from ragclinic.text.lang import detect_language
 from ragclinic.types import Chunk, ChunkReport, ParsedDocument, Section, Table, make_chunk_id
@@ -99,13 +99,16 @@ class Chunker:
         return units
 
     def _sentence_units(self, doc: ParsedDocument, s: int, e: int, notes: _Notes) -> list[_Unit]:
-        tokens = self._count(doc.text, s, e)
-        if tokens <= self.max:
-            return [_Unit(s, e, tokens, True)]
+        runs = long_runs(doc.text, s, e)
+        if not runs:
+            tokens = self._count(doc.text, s, e)
+            if tokens <= self.max:
+                return [_Unit(s, e, tokens, True)]
+            self._warn_too_long(doc, notes, "sentence", s, e, f"has {tokens} tokens", "clause boundaries")
+        else:
+            self._warn_too_long(doc, notes, "sentence", s, e, _run_words(runs), "clause boundaries")
         notes.overlong += 1
-        self._warn_too_long(doc, notes, "sentence", s, e, tokens, "clause boundaries")
-        pieces = split_clauses(doc.text[s:e], s, self.max, self.counter.count)
-        return [_Unit(ps, pe, self._count(doc.text, ps, pe), False) for ps, pe in pieces]
+        return self._pieces(doc.text, s, e, runs)
 
     def _table_units(self, doc: ParsedDocument, s: int, e: int, notes: _Notes) -> list[_Unit]:
         text = doc.text
@@ -115,21 +118,37 @@ class Chunker:
         if tokens <= self.max:
             return [_Unit(s, e, tokens, False)]
         notes.split_tables += 1
-        self._warn_too_long(doc, notes, "table", s, e, tokens, "row boundaries")
+        self._warn_too_long(doc, notes, "table", s, e, f"has {tokens} tokens", "row boundaries")
         units: list[_Unit] = []
         for ls, le in lines:
             n = self._count(text, ls, le)
             if n > self.max:  # one row over the limit: its cells' text is cut like a long sentence
-                pieces = split_clauses(text[ls:le], ls, self.max, self.counter.count)
-                units.extend(_Unit(ps, pe, self._count(text, ps, pe), False) for ps, pe in pieces)
+                units.extend(self._pieces(text, ls, le, long_runs(text, ls, le)))
             else:
                 units.append(_Unit(ls, le, n, False))
         return units
 
-    def _warn_too_long(self, doc: ParsedDocument, notes: _Notes, what: str, s: int, e: int, tokens: int,
+    def _pieces(self, text: str, s: int, e: int, runs: list[tuple[int, int]]) -> list[_Unit]:
+        """Units of an over-long span: clauses (then words, then characters); a run longer than LONG_RUN
+        is cut every chunk_max_tokens characters, counted one token a character (an upper bound) — never
+        tokenized whole, which is what made a one-token file cost minutes (issue 32)."""
+        units: list[_Unit] = []
+        pos = s
+        for ra, rb in [*runs, (e, e)]:
+            if pos < ra:
+                pieces = split_clauses(text[pos:ra], pos, self.max, self.counter.count)
+                units.extend(_Unit(ps, pe, self._count(text, ps, pe), False) for ps, pe in pieces)
+            stop = _rstrip(text, ra, rb)  # the whitespace after the run stays with its last piece
+            for p in range(ra, stop, self.max):
+                q = min(p + self.max, stop)
+                units.append(_Unit(p, rb if q == stop else q, q - p, False))
+            pos = rb
+        return units
+
+    def _warn_too_long(self, doc: ParsedDocument, notes: _Notes, what: str, s: int, e: int, size: str,
                        how: str) -> None:
         span = f"{_lstrip(doc.text, s, e)}-{_rstrip(doc.text, s, e)}"
-        notes.warnings.append(f"{where(doc)}: {what} at {span} has {tokens} tokens "
+        notes.warnings.append(f"{where(doc)}: {what} at {span} {size} "
                               f"> chunk_max_tokens {self.max}; split at {how}")
 
     def _count(self, text: str, s: int, e: int) -> int:
@@ -273,6 +292,11 @@ def _blocks(doc: ParsedDocument) -> list[tuple[int, int]]:
                 bounds.update(min(max(x, 0), n) for x in (s.start, s.end))
     edges = sorted(bounds)
     return [(a, b) for a, b in zip(edges, edges[1:]) if doc.text[a:b].strip()]
+
+
+def _run_words(runs: list[tuple[int, int]]) -> str:
+    longest = max(b - a for a, b in runs)
+    return f"holds {len(runs)} unbroken run(s) of up to {longest} characters (over {LONG_RUN}; cut by characters)"
 
 
 def _tables_in(tables: tuple[Table, ...], a: int, b: int) -> list[Table]:

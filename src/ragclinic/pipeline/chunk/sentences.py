@@ -16,6 +16,10 @@ from pysbd.lang.english import English
 
 from ragclinic.text.lang import detect_language
 
+# A whitespace-free run longer than this (no word is: a hash, base64, a 10 MB one-token file) is cut by
+# characters without asking the tokenizer, whose cost grows with the run (~2 µs a character for e5).
+LONG_RUN = 2000
+
 # Same ranges as ragclinic.text.lang (CJK ideographs); kept as a character-class body for regexes.
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
 
@@ -94,6 +98,59 @@ def _pysbd_sentences(text: str) -> list[str]:
     return _SEGMENTER.processor(text).process() or []
 
 
+# pysbd's list passes rewrite the whole text once per list item ("a)", "ii.", "3."): quadratic in the items
+# (10,000 characters of "a) one b) two" took 16 s). So it never sees more than PYSBD_MAX characters or
+# LIST_MARKS_MAX list-marker candidates at once; prose has a few in a paragraph.
+PYSBD_MAX = 10_000
+LIST_MARKS_MAX = 32
+_LIST_MARK = re.compile(r"(?<![^\s(])(?:[a-z]{1,4}|\d{1,2})[.)]", re.I)
+_LONG_RUN = re.compile(rf"(?<!\S)\S{{{LONG_RUN + 1},}}\s*")
+
+
+def long_runs(text: str, s: int = 0, e: int | None = None) -> list[tuple[int, int]]:
+    """Spans (offsets into ``text``) of the whitespace-free runs of ``text[s:e]`` over LONG_RUN characters,
+    each with the whitespace after it."""
+    e = len(text) if e is None else e
+    if e - s <= LONG_RUN:
+        return []
+    return [(s + m.start(), s + m.end()) for m in _LONG_RUN.finditer(text[s:e])]
+
+
+def _sbd_cuts(piece: str, prepared: str) -> list[int]:
+    """Cut points of pysbd's sentences of ``prepared`` (``piece`` with line breaks rewritten, same length),
+    aligned to ``piece``, found window by window (``_window_end``)."""
+    out: list[int] = []
+    a, n = 0, len(piece)
+    while a < n:
+        b = _window_end(piece, a)
+        if a:
+            out.append(a)
+        out.extend(a + c for c in _align(piece[a:b], _pysbd_sentences(prepared[a:b])))
+        a = b
+    return out
+
+
+def _window_end(text: str, a: int) -> int:
+    """End of the window from ``a``: the whole rest when it is within the limits, else a cut at a line break,
+    else after a full stop, else at a space in the second half of the longest window the limits allow."""
+    limit = min(len(text), a + PYSBD_MAX)
+    for i, m in enumerate(_LIST_MARK.finditer(text, a, limit)):
+        if i == LIST_MARKS_MAX:
+            limit = m.start()
+            break
+    if limit >= len(text):
+        return len(text)
+    lo = a + (limit - a) // 2
+    cut = text.rfind("\n", lo, limit)
+    if cut < 0:
+        cut = text.rfind(". ", lo, limit)
+    if cut < 0:
+        cut = max(text.rfind(" ", lo, limit), text.rfind("\t", lo, limit))
+    m = _NON_SPACE.search(text, cut + 1) if cut >= 0 else None
+    end = m.start() if m is not None else limit
+    return end if a < end <= len(text) else limit
+
+
 def _align(text: str, sentences: list[str]) -> list[int]:
     """Cut points (sentence starts after the first) of ``sentences`` found in ``text``."""
     pieces = ["".join(s.split()) for s in sentences]
@@ -145,7 +202,7 @@ def _chinese_cuts(text: str) -> list[int]:
         # English sentences inside a Chinese paragraph ("我们用 BERT. The model ...") get pysbd too,
         # with newlines hidden from it: they are line wraps here, not sentence ends.
         if _LATIN_END.search(piece) or detect_language(piece) == "en":
-            out.extend(a + c for c in _align(piece, _pysbd_sentences(piece.replace("\n", " "))))
+            out.extend(a + c for c in _sbd_cuts(piece, piece.replace("\n", " ")))
     return out
 
 
@@ -163,7 +220,7 @@ def _english_cuts(text: str) -> list[int]:
         if a:
             out.append(a)
         piece = text[a:b]
-        out.extend(a + c for c in _align(piece, _pysbd_sentences(_WRAP.sub(" ", piece))))
+        out.extend(a + c for c in _sbd_cuts(piece, _WRAP.sub(" ", piece)))
     return out
 
 
@@ -203,9 +260,22 @@ def split_sentences(text: str, start: int = 0, language: str | None = None) -> l
             cuts.append(a)
         para = text[a:b]
         lang = language or detect_language(para)
-        rel = _chinese_cuts(para) if lang == "zh" else _english_cuts(para)
-        cuts.extend(a + c for c in rel)
+        cuts.extend(a + c for c in _paragraph_cuts(para, lang))
     return _spans(text, cuts, start)
+
+
+def _paragraph_cuts(para: str, lang: str) -> list[int]:
+    """Sentence starts in ``para``; a run over LONG_RUN characters is a sentence of its own, never searched
+    for sentence ends (the chunker cuts it by characters)."""
+    cuts: list[int] = []
+    pos = 0
+    for ra, rb in [*long_runs(para), (len(para), len(para))]:
+        if pos < ra:
+            piece = para[pos:ra]
+            cuts.extend(pos + c for c in (_chinese_cuts(piece) if lang == "zh" else _english_cuts(piece)))
+        cuts.extend(c for c in (ra, rb) if 0 < c < len(para))
+        pos = rb
+    return cuts
 
 
 def split_clauses(text: str, start: int = 0, max_tokens: int | None = None,
@@ -236,11 +306,16 @@ def split_clauses(text: str, start: int = 0, max_tokens: int | None = None,
 
 def _char_windows(text: str, a: int, b: int, max_tokens: int,
                   count: Callable[[str], int]) -> list[tuple[int, int]]:
-    """Longest prefixes that fit, found by binary search (rare: only words over the whole limit)."""
+    """Longest prefixes that fit (rare: only words over the whole limit).
+
+    Each search gallops out from the last window's length and then bisects, so what it counts stays near
+    the window's own size; a bisection over the whole rest of the word made a 1 MB word cost minutes.
+    """
     out = []
+    guess = max(1, max_tokens)  # a piece covers at least one character
     while a < b:
-        lo, hi = a + 1, b  # the longest end in [lo, hi] with a fitting window; one char always goes
-        while lo < hi:
+        lo, hi = _bracket(text, a, b, guess, max_tokens, count)
+        while lo < hi:  # the longest end in [lo, hi] with a fitting window; lo fits (one char always goes)
             mid = (lo + hi + 1) // 2
             if count(text[a:mid]) <= max_tokens:
                 lo = mid
@@ -249,5 +324,22 @@ def _char_windows(text: str, a: int, b: int, max_tokens: int,
         # Trailing whitespace of the word stays with its last window.
         end = b if not text[lo:b].strip() else lo
         out.append((a, end))
+        guess = max(1, end - a)
         a = end
     return out
+
+
+def _bracket(text: str, a: int, b: int, guess: int, max_tokens: int,
+             count: Callable[[str], int]) -> tuple[int, int]:
+    """(lo, hi): the window ``[a, lo)`` fits (or is one character), ``[a, hi + 1)`` does not (or hi == b)."""
+    probe = min(b, a + guess)
+    if count(text[a:probe]) > max_tokens:
+        return a + 1, probe - 1
+    lo = probe
+    while lo < b:
+        guess *= 2
+        probe = min(b, a + guess)
+        if count(text[a:probe]) > max_tokens:
+            return lo, probe - 1
+        lo = probe
+    return b, b

