@@ -233,3 +233,12 @@ def test_strict_rolls_back_what_it_already_wrote(kb, tmp_path, monkeypatch):
         ingest(kb, [root], strict=True)
     assert kb.stats() == {"documents": 0, "chunks": 0, "version": 0}
     assert kb.db.conn.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 0
+
+
+def test_a_table_too_wide_for_sqlite_fails_its_file_not_the_run(kb, tmp_path):
+    """A 3,000-column CSV took 33 s and then a 500: SQLite refused its SQL table and the whole ingest with it."""
+    root = _corpus(tmp_path / "docs")
+    (root / "wide.csv").write_text("\n".join(",".join(f"r{r}c{c}" for c in range(3000)) for r in range(3)) + "\n")
+    r = ingest(kb, [root])
+    assert r.added == 3 and [f["path"] for f in r.failed] == [str(root / "wide.csv")]
+    assert "max_table_columns=1000" in r.failed[0]["reason"]

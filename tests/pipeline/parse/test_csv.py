@@ -53,3 +53,56 @@ def test_a_csv_is_searchable_after_ingest(tmp_path):
         assert hits and "Toaster" in hits[0].chunk.text
     finally:
         kb.close()
+
+
+def test_a_table_wider_than_max_table_columns_fails_the_file_naming_the_setting(tmp_path):
+    """A 3,000-column CSV took 33 s and then a 500 (SQLite stores at most 2,000 columns; issue 32)."""
+    import time
+
+    import pytest
+
+    from ragclinic.config import Settings
+    from ragclinic.errors import ParseError
+
+    from .helpers import parse_all
+
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(",".join(f"r{r}c{c}" for c in range(3000)) for r in range(3)) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(ParseError) as e:
+        parse_all(path)
+    assert time.perf_counter() - t0 < 5  # refused before the table is rendered, counted or chunked
+    assert "3000 columns" in e.value.reason and "max_table_columns=1000" in e.value.reason
+    assert "RAGCLINIC_MAX_TABLE_COLUMNS" in e.value.reason
+    with pytest.raises(ParseError, match="at most 2000"):  # the setting cannot go past what SQLite stores
+        parse_all(path, Settings(max_table_columns=2000))
+
+
+def test_a_table_over_max_table_cells_fails_the_file(tmp_path):
+    import pytest
+
+    from ragclinic.config import Settings
+    from ragclinic.errors import ParseError
+
+    from .helpers import parse_all
+
+    path = tmp_path / "long.csv"
+    path.write_text("\n".join(",".join(f"r{r}c{c}" for c in range(10)) for r in range(30)) + "\n")
+    with pytest.raises(ParseError, match=r"300 cells.*max_table_cells=100.*RAGCLINIC_MAX_TABLE_CELLS"):
+        parse_all(path, Settings(max_table_cells=100))
+    assert len(parse_all(path, Settings(max_table_cells=300))) == 1
+
+
+def test_a_wide_table_in_another_format_is_refused_too(tmp_path):
+    import pytest
+
+    from ragclinic.config import Settings
+    from ragclinic.errors import ParseError
+
+    from .helpers import parse_all
+
+    path = tmp_path / "wide.md"
+    head = "| " + " | ".join(f"h{c}" for c in range(60)) + " |"
+    path.write_text(f"# Wide\n\n{head}\n|" + "---|" * 60 + "\n" + head.replace("h", "v") + "\n")
+    with pytest.raises(ParseError, match=r"60 columns.*max_table_columns=50"):
+        parse_all(path, Settings(max_table_columns=50))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ragclinic.config import Settings
+from ragclinic.errors import ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.dehyphen import HyphenEvidence, dehyphenate, gather_evidence, has_line_break_hyphen
 from ragclinic.pipeline.parse.quality import build_report
@@ -173,8 +174,25 @@ class DocInfo:
     hidden: tuple[Hidden, ...] = ()  # text a reader cannot see (parse/hidden.py)
 
 
+def check_table_size(tables: Sequence[Sequence[Sequence[Any]]], settings: Settings) -> None:
+    """ParseError when a table is wider than ``max_table_columns`` or the tables hold more than
+    ``max_table_cells`` cells: a 3,000-column CSV took 33 s and then failed the whole ingest (issue 32)."""
+    cells = 0
+    for rows in tables:
+        width = max((len(r) for r in rows), default=0)
+        if width > settings.max_table_columns:
+            raise ParseError(f"a table has {width} columns, more than max_table_columns={settings.max_table_columns} "
+                             f"(each table is also an SQL table; SQLite stores at most 2000 columns); split the "
+                             f"table, or raise RAGCLINIC_MAX_TABLE_COLUMNS")
+        cells += width * len(rows)
+    if cells > settings.max_table_cells:
+        raise ParseError(f"the tables hold {cells} cells, more than max_table_cells={settings.max_table_cells}; "
+                         f"split the file, or raise RAGCLINIC_MAX_TABLE_CELLS")
+
+
 def make_parsed(source: SourceFile, settings: Settings, assembled: Assembled, info: DocInfo) -> Parsed:
     """The ParsedDocument and its ParseReport (title: given, else first heading, else file stem)."""
+    check_table_size([t.rows for t in assembled.tables], settings)
     path = str(source.path)
     title = " ".join(info.title.split()) or assembled.first_heading or source.path.stem
     metadata = {"size": source.size, "file_sha256": source.sha256, **info.metadata}

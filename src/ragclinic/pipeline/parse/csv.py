@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from ragclinic.config import Settings
 from ragclinic.errors import ParseError
-from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
+from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, check_table_size, make_parsed, table_block
 from ragclinic.pipeline.parse.encoding import decode_bytes
 from ragclinic.types import Parsed, RecordError, SourceFile
 
@@ -29,6 +29,7 @@ class CsvParser:
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         text = decode_bytes(source.data).text
         rows, warnings = _rows(text, tab=source.path.suffix.lower() == ".tsv")
+        check_table_size([rows], settings)  # before the cells are rendered, counted and chunked
         block = table_block(rows)
         blocks = [block] if block is not None else [Block("text", "")]
         if block is None:
