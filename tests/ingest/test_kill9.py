@@ -105,3 +105,8 @@ def test_kill_minus_9_then_rerun_equals_clean_run(tmp_path):
     assert final["failed"] == []
     got = _snapshot(crashed)
     assert got == want
+    db = sqlite3.connect(crashed / "kb.sqlite3")
+    statuses = [r[0] for r in db.execute("SELECT status FROM runs ORDER BY run_id")]
+    db.close()
+    # each killed run is marked by the next one, never left "running" (issue 32)
+    assert statuses[-1] == "ok" and "running" not in statuses and "interrupted" in statuses

@@ -8,6 +8,7 @@ A ``kill -9`` at any point leaves the last committed transaction; nothing half-w
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -392,10 +393,20 @@ class Database:
 
     # ------------------------------------------------------------------ runs
     def start_run(self) -> int:
-        cur = self.conn.execute("INSERT INTO runs (started, status) VALUES (?, 'running')", [time.time()])
+        """A new "running" row (its summary holds the PID). The caller holds the writer lock, so a row still
+        "running" belongs to a process that died before it finished (``kill -9``, a crash, power loss): it
+        becomes "interrupted" (issue 32: such rows stayed "running" for ever)."""
+        note = json.dumps({"interrupted": "the process ended before the run finished (killed or crashed); "
+                                          "what it committed is kept, re-running the same ingest completes it"})
+        with self.transaction():
+            self.conn.execute("UPDATE runs SET status = 'interrupted', summary = json_patch(COALESCE(summary, "
+                              "'{}'), ?) WHERE status = 'running'", [note])
+            cur = self.conn.execute("INSERT INTO runs (started, status, summary) VALUES (?, 'running', ?)",
+                                    [time.time(), json.dumps({"pid": os.getpid()})])
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, status: str, summary: dict[str, Any]) -> None:
+        summary = {**summary, "pid": os.getpid()}
         self.conn.execute("UPDATE runs SET finished = ?, status = ?, summary = ? WHERE run_id = ?",
                           [time.time(), status, json.dumps(summary, ensure_ascii=False), run_id])
 
