@@ -242,3 +242,19 @@ def test_a_table_too_wide_for_sqlite_fails_its_file_not_the_run(kb, tmp_path):
     r = ingest(kb, [root])
     assert r.added == 3 and [f["path"] for f in r.failed] == [str(root / "wide.csv")]
     assert "max_table_columns=1000" in r.failed[0]["reason"]
+
+
+def test_hidden_entries_in_a_folder_are_reported_as_skipped_and_a_named_one_is_ingested(kb, tmp_path):
+    """Issue 32: a dot-file was skipped with "added 0, failed []" and nothing else said."""
+    root = _corpus(tmp_path / "docs")
+    (root / ".notes.txt").write_text("Hidden notes about bonds and their coupons.\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD.txt").write_text("ref: refs/heads/main\n")
+    r = ingest(kb, [root])
+    assert (r.added, r.failed) == (3, [])
+    assert [s["path"] for s in r.skipped] == [str(root / ".git"), str(root / ".notes.txt")]
+    assert all("hidden" in s["reason"] and "on its own to ingest it" in s["reason"] for s in r.skipped)
+    assert r.to_json()["skipped"] == r.skipped
+    named = ingest(kb, [root / ".notes.txt"])  # named on its own: the user asked for it
+    assert (named.added, named.skipped, named.failed) == (1, [], [])
+    assert "skipped" not in named.to_json()  # the --json keys stay as they were when nothing was skipped

@@ -36,6 +36,12 @@ def read_sidecar(path: Path) -> dict[str, str]:
 class Found:
     path: Path  # absolute; resolved when it could be
     error: str | None = None
+    skipped: str | None = None  # why it is left out on purpose (a hidden entry inside a folder)
+
+
+HIDDEN_FILE = "hidden (the name starts with '.'): skipped inside folders; name it on its own to ingest it"
+HIDDEN_FOLDER = ("hidden folder (the name starts with '.'): skipped with everything in it; name a file in it "
+                 "on its own to ingest it")
 
 
 def _human(n: float) -> str:
@@ -58,15 +64,16 @@ def _reason(e: OSError) -> str:
 
 def discover(paths: list[str | Path]) -> list[Found]:
     """Files under the given paths, in a stable order; each path once. Hidden files/folders are skipped
-    inside folders (not when named directly); folder symlink loops are detected, not followed forever."""
+    inside folders (not when named directly) and returned with ``skipped`` saying so, so that the result
+    can name them; folder symlink loops are detected, not followed forever."""
     out: list[Found] = []
     seen: set[Path] = set()
 
-    def emit(p: Path, error: str | None = None) -> None:
+    def emit(p: Path, error: str | None = None, skipped: str | None = None) -> None:
         key = p
         if key not in seen:
             seen.add(key)
-            out.append(Found(p, error))
+            out.append(Found(p, error, skipped))
 
     for raw in paths:
         p = Path(os.path.abspath(os.path.expanduser(str(raw))))
@@ -103,9 +110,12 @@ def _walk(root: Path, emit) -> None:
             continue
         subdirs = []
         for entry in entries:
-            if entry.name.startswith(".") or entry.name.endswith(SIDECAR_SUFFIX):
-                continue
+            if entry.name.endswith(SIDECAR_SUFFIX):
+                continue  # read with the file it describes
             path = Path(entry.path)
+            if entry.name.startswith("."):
+                emit(path, skipped=HIDDEN_FOLDER if _is_dir(entry) else HIDDEN_FILE)
+                continue
             try:
                 if entry.is_dir(follow_symlinks=True):
                     subdirs.append(path)
@@ -116,6 +126,13 @@ def _walk(root: Path, emit) -> None:
                 continue
             emit(path.resolve())
         stack.extend(reversed(subdirs))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=True)
+    except OSError:
+        return False
 
 
 def read_source(path: Path, max_file_size: int) -> SourceFile:

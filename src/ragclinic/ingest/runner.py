@@ -37,6 +37,7 @@ class IngestResult:
     unchanged: int = 0
     removed: int = 0
     failed: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # left out on purpose, with why (hidden entries)
     chunks: int = 0  # chunks written by this run
     seconds: float = 0.0
     files: int = 0  # files ingested or unchanged (not part of the --json contract, kept for the summary)
@@ -47,6 +48,8 @@ class IngestResult:
         d.pop("files")
         if self.graph is None:
             d.pop("graph")
+        if not self.skipped:  # only when something was left out (an added field: the old keys stay as they were)
+            d.pop("skipped")
         d["seconds"] = round(self.seconds, 3)
         return d
 
@@ -301,9 +304,11 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     t0 = time.perf_counter()
     result = IngestResult()
     found = discover(paths)
-    files = [f.path for f in found if f.error is None]
+    files = [f.path for f in found if f.error is None and f.skipped is None]
     for f in found:
-        if f.error is not None:
+        if f.skipped is not None:
+            result.skipped.append({"path": str(f.path), "reason": f.skipped})
+        elif f.error is not None:
             if strict:
                 raise IngestAborted(str(f.path), f.error)
             result.failed.append({"path": str(f.path), "reason": f.error})
