@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {"requests": sum(w.routes.values()), "seconds": round(seconds, 1), "uploads": w.uploads,
                   "routes": dict(sorted(w.routes.items())),
                   "statuses": {str(k): v for k, v in sorted(w.statuses.items())},
-                  "leaks": len(w.leaks), "own_hits": w.own, "leak_examples": [x.line() for x in w.leaks[:50]],
+                  "leaks": len(w.leaks), "leaks_by": dict(Counter(f"{x.route}: {x.what}" for x in w.leaks)),
+                  "own_hits": w.own, "graph_answers": w.graph, "leak_examples": [x.line() for x in w.leaks[:50]],
                   "first_leak_actions": w.first_leak_actions}
     emit(result, args.out)
     return 1 if result["leaks"] else 0

@@ -59,7 +59,7 @@ def _own_trace(w: World, key: str, i: int) -> str | None:
 
 def _their(w: World, key: str, what: str, i: int) -> str | None:
     """Another owner's trace / chunk / doc id (never one this key holds itself)."""
-    mine = set(getattr(w.owned[key], what))
+    mine = set(getattr(w.owned[key], what)) | (w.traces_of(key) if what == "traces" and key else set())
     pool = sorted({x for o in _others(w, key) for x in getattr(w.owned[o], what)} - mine)
     return _nth(pool, i)
 
@@ -345,7 +345,7 @@ def prelude(w: World) -> int:
         n += made
         done.append(label)
         if w.leaks and w.first_leak_actions is None:
-            w.first_leak_actions = ["prelude", *done]
+            w.first_leak_actions = ["prelude", *done[-5:]]
 
     for who in range(len(TENANTS) + 1):
         key = "" if who == 0 else TENANTS[who - 1]

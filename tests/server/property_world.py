@@ -150,6 +150,16 @@ class World:
             conn.close()
         self._forbidden.clear()
 
+    def traces_of(self, tenant: str) -> set[str]:
+        """Every trace id a tenant's key made (its doctor's and debugger's rounds included), from the knowledge
+        base: ids a key sees in listings are not always ids it made (the admin sees everyone's)."""
+        conn = sqlite3.connect(f"file:{self.kb / 'kb.sqlite3'}?mode=ro", uri=True, timeout=60)
+        try:
+            return {r[0] for r in conn.execute("SELECT id FROM traces WHERE json_extract(data, '$.request.enforced') "
+                                               "= json(?)", [json.dumps([["tenant", tenant]] if tenant else [])])}
+        finally:
+            conn.close()
+
     def note_sent(self, key: str, *strings: str) -> None:
         if key:
             self.sent[key].update(s for s in strings if s)
@@ -209,7 +219,7 @@ class World:
         return hexes(len(like))
 
     def report(self, seconds: float, examples: int = 5) -> str:
-        by_kind = Counter(x.what for x in self.leaks)
+        by_kind = Counter(f"{x.route}: {x.what}" for x in self.leaks)
         lines = [f"requests {sum(self.routes.values())} in {seconds:.1f} s, uploads {self.uploads}, tenant responses "
                  f"with their own markers {self.own}, with a global graph answer {self.graph}",
                  "by route: " + ", ".join(f"{r} {n}" for r, n in sorted(self.routes.items())),
