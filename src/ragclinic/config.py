@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     max_pages: int = Field(5000, ge=1, description="PDF: files with more pages are refused (split them).")
     max_chunks_per_document: int = Field(50_000, ge=1, description="A document that makes more chunks is "
                                                                   "refused (a runaway file, or split it).")
+    parse_timeout_s: float = Field(120.0, ge=0, description="Seconds one document's parsing and chunking may "
+                                   "take (a file's, for formats of one document); past it the work is stopped "
+                                   "(it runs in a worker process) and the file fails. 0: parse in-process, "
+                                   "no limit.")
     max_table_columns: int = Field(1000, ge=1, le=2000, description="A file with a wider table is refused (each "
                                    "table is also an SQL table; SQLite stores at most 2000 columns).")
     max_table_cells: int = Field(2_000_000, ge=1, description="A file whose tables hold more cells (rows × "

@@ -202,6 +202,7 @@ def test_an_unexpected_parser_error_fails_one_file_not_the_run(kb, tmp_path, mon
         return real(source, settings)
 
     monkeypatch.setattr(runner, "parse_source", flaky)
+    monkeypatch.setattr(kb, "settings", kb.settings.model_copy(update={"parse_timeout_s": 0}))  # in this process
     r = ingest(kb, [root])
     assert r.added == 2 and r.failed[0]["reason"] == "internal error: KeyError: 'boom'"
 
@@ -258,3 +259,23 @@ def test_hidden_entries_in_a_folder_are_reported_as_skipped_and_a_named_one_is_i
     named = ingest(kb, [root / ".notes.txt"])  # named on its own: the user asked for it
     assert (named.added, named.skipped, named.failed) == (1, [], [])
     assert "skipped" not in named.to_json()  # the --json keys stay as they were when nothing was skipped
+
+
+def test_failure_reasons_name_files_relative_to_what_was_ingested(kb, tmp_path, monkeypatch):
+    """Issue 32: reasons carried the server's absolute paths (an upload's folder under the knowledge base)."""
+    import ragclinic.ingest.runner as runner
+
+    root = _corpus(tmp_path / "docs")
+    real = runner.parse_source
+
+    def denied(source, settings):
+        if source.path.name == "rag.txt":
+            raise OSError(13, "Permission denied", str(source.path))
+        return real(source, settings)
+
+    monkeypatch.setattr(runner, "parse_source", denied)
+    monkeypatch.setattr(kb, "settings", kb.settings.model_copy(update={"parse_timeout_s": 0}))  # in this process
+    r = ingest(kb, [root])
+    [f] = r.failed
+    assert f["path"] == str(root / "sub" / "rag.txt")  # the path field is unchanged
+    assert str(tmp_path) not in f["reason"] and "'sub/rag.txt'" in f["reason"], f["reason"]

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,3 +155,21 @@ def read_source(path: Path, max_file_size: int) -> SourceFile:
         raise FileTooLarge(f"file is over max_file_size {_human(max_file_size)}; raise --max-file-size to ingest it")
     return SourceFile(path=path, data=data, sha256=hashlib.sha256(data).hexdigest(), mtime=st.st_mtime,
                       size=len(data))
+
+
+def relative_reasons(paths: list[str | Path]) -> Callable[[str], str]:
+    """A function that rewrites a failure reason to name files relative to the folders ingested (a file's own
+    folder when a file was named): reasons reach tenants, the server's absolute paths must not (issue 32)."""
+    roots: set[str] = set()
+    for raw in paths:
+        p = Path(os.path.abspath(os.path.expanduser(str(raw))))
+        folder = p if p.is_dir() else p.parent
+        roots.update({str(folder), str(folder.resolve())})
+    prefixes = sorted((r.rstrip(os.sep) + os.sep for r in roots if r.rstrip(os.sep)), key=len, reverse=True)
+
+    def clean(reason: str) -> str:
+        for prefix in prefixes:
+            reason = reason.replace(prefix, "")
+        return reason
+
+    return clean

