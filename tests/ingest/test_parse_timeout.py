@@ -144,3 +144,40 @@ def test_sigterm_during_a_long_parse_ends_the_ingest_and_its_worker_at_once(tmp_
     again = subprocess.run(cmd[:4] + [str(root / "small.md")] + cmd[5:], env=env, capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr.decode()[-2000:]  # the writer lock is free
     assert json.loads(again.stdout)["added"] == 1
+
+
+def test_a_worker_that_cannot_start_means_parsing_in_process_not_failing_every_file(make_settings, tmp_path,
+                                                                                      monkeypatch):
+    import sys as _sys
+
+    root = _mixed_corpus(tmp_path / "docs")
+    monkeypatch.setattr(isolate, "_idle", [])
+    monkeypatch.setattr(isolate.sys, "executable", _sys.executable + "-missing")  # the Popen itself fails
+    kb = KnowledgeBase.open(make_settings(), create=True)
+    kb.lock()
+    try:
+        r = ingest(kb, [root])
+    finally:
+        kb.close()
+    assert r.failed == [] and r.added == 6
+
+
+def test_a_worker_that_dies_on_a_file_fails_that_file_and_the_next_gets_a_new_one(make_settings, tmp_path):
+    import threading
+
+    from ragclinic.errors import ParseError
+    from ragclinic.ingest.discover import read_source
+
+    root = _slow_corpus(tmp_path / "docs")
+    settings = make_settings()
+    w = isolate.take()
+    try:
+        w.begin(settings, {})
+        pid = w.proc.pid
+        threading.Timer(1.0, os.kill, (pid, signal.SIGSEGV)).start()  # as a native crash in a parser would
+        with pytest.raises(ParseError, match=r"parser process died on this file \(SIGSEGV\)"):
+            list(w.events(read_source(root / "list.txt", settings.max_file_size), {}, 60, threading.Event()))
+        items = list(w.events(read_source(root / "notes.md", settings.max_file_size), {}, 60, threading.Event()))
+        assert w.proc.pid != pid and type(items[-1]).__name__ == "_FileDone" and len(items) == 2
+    finally:
+        isolate.give_back(w)

@@ -31,6 +31,7 @@ from types import MappingProxyType
 from ragclinic.errors import ParseError
 
 POLL_S = 0.2  # how often a wait looks at the producer's stop flag
+START_S = 120.0  # a worker that has not imported the parsers by then is not going to
 IDLE_KEPT = 1  # idle workers kept per process
 
 
@@ -104,15 +105,31 @@ class ParseWorker:
         if not self.alive():
             self.kill()
             self.start()
-        self.outbox.send(("run", settings, known_docs))
+        self._send_run()
+
+    def _send_run(self) -> None:
+        """Send the run and wait until the worker is ready (it has imported the parsers): a worker that
+        cannot start is found here, once, not as a failure of every file."""
+        try:
+            self.outbox.send(("run", *self._run))
+            if not self.inbox.poll(START_S):
+                raise OSError(f"the parse worker did not answer within {START_S:g} s")
+            reply = self.inbox.recv()
+        except (EOFError, OSError) as e:
+            code = self.proc.poll() if self.proc is not None else None
+            self.kill()
+            raise OSError(f"the parse worker did not start ({_exit(code) if code is not None else e})") from None
+        if reply != ("ready",):
+            self.kill()
+            raise OSError(f"the parse worker answered {reply!r} to its start")
 
     def events(self, source, tags: dict[str, str], timeout: float, stop: threading.Event):
         """What ``runner.file_events`` yields for ``source``, computed in the worker; ParseTimeout when one
         document (the whole file, for formats of one document) takes over ``timeout`` seconds."""
-        if not self.alive():
+        if not self.alive():  # the last file's worker was killed (an overrun) or died
             self.kill()
             self.start()
-            self.outbox.send(("run", *self._run))
+            self._send_run()
         self.busy = True
         self.outbox.send(("file", source, tags))
         deadline = time.monotonic() + timeout

@@ -1,9 +1,10 @@
 """The parse worker: parses and chunks the files its parent sends, in a process the parent can kill (isolate.py).
 
 Started as ``python -m ragclinic.ingest.parse_worker TO_CHILD FROM_CHILD PARENT_PID`` with two pipe descriptors.
-Messages are pickled tuples: ``("run", settings, known_docs)`` starts a run; ``("file", source, tags)`` is
-answered with ``("event", item)`` for each item ``runner.file_events`` yields (a failure of the whole file is one
-such item) and then ``("done",)``; ``None`` or the end of the pipe (the parent died) ends the worker.
+Messages are pickled tuples: ``("run", settings, known_docs)`` starts a run (answered ``("ready",)``);
+``("file", source, tags)`` is answered with ``("event", item)`` for each item ``runner.file_events`` yields (a
+failure of the whole file is one such item) and then ``("done",)``; ``None`` or the end of the pipe (the parent
+died) ends the worker.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
         if msg[0] == "run":
             settings, known = msg[1], msg[2]
             chunker = Chunker(settings, TOKEN_COUNTERS.create("e5"))
+            outbox.send(("ready",))
             continue
         source, tags = msg[1], msg[2]
         try:
