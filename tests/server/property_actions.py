@@ -94,6 +94,8 @@ def scope(w: World, key: str, b: int) -> dict | None:
     kind = b % 7
     if kind == 5:
         doc = _their(w, key, "docs", b // 7)
+        if doc is None:
+            return None
         w.note_sent(key, doc)
         return {"doc": doc}
     return [None, {"tenant": other}, {"tenant": key or other}, {"path": "*"}, {"path": f"*{other}*"}, None,

@@ -283,4 +283,6 @@ def open_world(tmp: Path, seed: int = 0):
     with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host, as allowed_hosts expects
         w.client = client
         w.refresh()
+        if empty := [o or "admin" for o, x in w.owned.items() if not x.chunks]:
+            raise RuntimeError(f"the ingest stored no chunks for {empty}: the property would test nothing")
         yield w
