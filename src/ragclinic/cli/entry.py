@@ -4,6 +4,9 @@ The command runs in a forked child; the parent imports nothing heavy (so forking
 waits, and passes the exit code through. If the child is killed by a crash signal (SIGSEGV, SIGBUS, SIGILL,
 SIGFPE, SIGABRT; SIGKILL, which the out-of-memory killer sends), the parent prints which layer and native
 library it was in (``ragclinic.native``) and exits with 3. Signals a user sends (Ctrl-C, SIGTERM, SIGHUP) are passed to the child and end both as usual.
+The two die together: the child asks the kernel for SIGKILL when its parent dies (Linux ``PR_SET_PDEATHSIG``;
+elsewhere a thread that watches the parent), so ``kill -9`` of the command's PID also ends the work, frees a
+server's port and releases the knowledge base's writer lock — a re-run then resumes at once (issue 32).
 ``RAGCLINIC_NO_SUPERVISOR=1`` runs the command in one process.
 """
 
@@ -14,6 +17,7 @@ import signal
 import sys
 
 EXIT_CRASHED = 3
+SUPERVISED = False  # True in the child that runs the command under the supervisor
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
                  signal.SIGKILL}  # SIGKILL of the child alone: most often the kernel's out-of-memory killer
 
@@ -26,12 +30,47 @@ def main() -> None:
 
     page = native.install()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # no window where Ctrl-C ends the parent alone
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
+        global SUPERVISED
+        SUPERVISED = True
         signal.signal(signal.SIGINT, previous)
+        die_with_parent(parent)
         _run()
         return
     sys.exit(_supervise(pid, page))
+
+
+def die_with_parent(parent: int) -> None:
+    """End this process with SIGKILL when ``parent`` dies, whatever kills it (``kill -9`` included)."""
+    if not _pdeathsig(signal.SIGKILL):
+        import threading
+
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="ragclinic-parent-watch").start()
+    if os.getppid() != parent:  # it died before the request above took effect
+        os._exit(128 + signal.SIGKILL)
+
+
+def _pdeathsig(sig: int) -> bool:
+    """Linux's PR_SET_PDEATHSIG for this process; False where it is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(sig), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int, every: float = 0.5) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(128 + signal.SIGKILL)
 
 
 def _run() -> None:

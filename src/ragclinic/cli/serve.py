@@ -73,8 +73,24 @@ def serve_cmd(
                              otlp_endpoint=otlp_endpoint,
                              on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
     err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ "
-              f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'})")
-    uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model)
+              f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'}; "
+              f"pid {_command_pid()})")
+    # SIGTERM / Ctrl-C: requests in flight get a few seconds, then the server stops (a long upload or question
+    # no longer holds the process — its worker threads are daemons and end with it)
+    uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+
+
+SHUTDOWN_GRACE_S = 5
+
+
+def _command_pid() -> int:
+    """The PID to signal: the supervisor's when there is one (cli/entry.py; its child dies with it), else ours."""
+    import os
+
+    from ragclinic.cli import entry
+
+    return os.getppid() if entry.SUPERVISED else os.getpid()
 
 
 def _serve_on_ray(address: str, settings, keys: list[str], replicas: int, cpus: float, host: str, port: int,
