@@ -24,6 +24,7 @@ from ragclinic.ingest.discover import discover, read_sidecar, read_source, relat
 from ragclinic.ingest.result import IngestAborted, IngestResult, Progress
 from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.parse import parse_source, parser_for
+from ragclinic.text.analyzer import jieba_handle
 from ragclinic.text.headers import index_text
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
 from ragclinic.native import in_layer, native
@@ -210,11 +211,17 @@ class _Writer:
         self.files: list[_FileDone] = []
         self.pending_chunks = 0
         self.last_flush = time.monotonic()
+        self.jieba_started = False
 
     def add(self, item) -> None:
         if isinstance(item, _Doc):
             self.docs.append(item)
             self.pending_chunks += len(item.chunks)
+            if item.chunks and item.chunks[0].language == "zh" and not self.jieba_started:
+                # The lexical index needs jieba for Chinese; the parse worker loaded its own copy. Loading ours
+                # now (1.2 s) overlaps it with parsing and embedding instead of adding it at the end.
+                self.jieba_started = True
+                threading.Thread(target=jieba_handle, daemon=True, name="ragclinic-jieba").start()
         else:
             self.files.append(item)
         if self.pending_chunks >= self.batch_chunks or len(self.docs) >= 512 or \
