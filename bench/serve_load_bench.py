@@ -75,7 +75,7 @@ def _queue_sampler(base: str, until: float, samples: list) -> None:
 
     while time.monotonic() < until:
         try:
-            text = httpx.get(f"{base}/metrics", timeout=5).text
+            text = httpx.get(f"{base}/metrics", timeout=5, headers={"Authorization": f"Bearer {KEY}"}).text  # admin: /metrics needs it
             m = re.search(r"^ragclinic_model_queue_depth (\S+)$", text, re.M)
             samples.append(float(m.group(1)) if m else 0.0)
         except httpx.HTTPError:

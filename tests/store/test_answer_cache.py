@@ -58,6 +58,10 @@ def test_another_version_scope_language_or_setting_never_hits(cache):
                   _key(llm="local-small"), _key(top_k=3)):
         assert cache.lookup(other, "What is the coupon?", _vec(0, 1, 0)) is None
     assert cache.lookup(_key(llm_threads=1), "What is the coupon?", None) is not None  # speed knobs do not count
+    # nor the server's request bounds and browser side: `serve --allowed-host` shares the CLI's answers
+    for server_side in (_key(allowed_hosts=["127.0.0.1", "rag.example.com"]), _key(max_scope_value_chars=64),
+                        _key(login_failures_max=3), _key(max_upload_files=5)):
+        assert cache.lookup(server_side, "What is the coupon?", None) is not None
     cache.store(_key(version=2), "Another?", None, {"answer": "x"})
     assert cache.lookup(k, "What is the coupon?", None) is None  # older versions are deleted
 

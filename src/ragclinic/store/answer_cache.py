@@ -33,7 +33,14 @@ MAX_ENTRIES = 5000  # per knowledge base version; the oldest go first
 # The settings that do not change an answer (paths, speed and telemetry knobs) are left out of the key.
 _NOT_ANSWER_SHAPING = frozenset({"kb", "cache_dir", "llm_threads", "llm_call_timeout", "llm_cpu_variant",
                                  "llm_isolation", "llm_prefix_cache", "answer_cache", "answer_cache_threshold", "openai_api_key",
-                                 "openai_timeout", "openai_max_retries"})
+                                 "openai_timeout", "openai_max_retries",
+                                 # the server's request bounds and browser side (issue 32): a refused request is
+                                 # never answered, so they shape no answer — and `serve --allowed-host` must not
+                                 # stop the server sharing cached answers with the CLI
+                                 "allowed_hosts", "session_hours", "login_failures_max", "login_failures_window_s",
+                                 "max_scope_keys", "max_scope_key_chars", "max_scope_value_chars", "max_chat_messages",
+                                 "max_chat_message_chars", "max_feedback_note_chars", "max_upload_files",
+                                 "max_upload_name_bytes", "parse_timeout_s"})
 # Words that make a question politer or more emphatic, not another question (after text.support's stopwords).
 FILLERS = frozenset({"exact", "exactly", "precis", "precisely", "me", "us", "just", "actual", "actually", "briefli",
                      "briefly", "quick", "quickly", "kind", "kindly", "一下", "告诉", "知道", "请", "想", "想知道",
