@@ -344,11 +344,12 @@ class Clinic:
     def _for_caller(self, trace: Trace, enforced: dict[str, str] | None) -> Trace:
         """``trace``, when a caller whose key enforces ``enforced`` may use it: its own tenant's, and naming no
         document outside it (trace/owner.py)."""
-        from ragclinic.trace.owner import OutsideScope, enforced_of, trace_outside
+        from ragclinic.errors import OutsideScope
+        from ragclinic.trace.owner import enforced_of, trace_outside
 
         if enforced and (enforced_of(trace) != dict(enforced) or trace_outside(self.kb.db, trace, enforced)):
             raise OutsideScope(f"trace {trace.id} is not one of {', '.join(f'{k}={v}' for k, v in enforced.items())}'s "
-                               "traces, or holds chunks from outside it")
+                               "traces, or holds chunks from outside it", trace_id=trace.id)
         return trace
 
     def diagnose(self, question: str | None = None, expected: str | Iterable[str] | None = None,

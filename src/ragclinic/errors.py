@@ -64,6 +64,16 @@ class LimitExceeded(RagclinicError):
     """A request is over one of the limits in Settings; the message names the setting and how to change it."""
 
 
+class OutsideScope(RagclinicError):
+    """A tenant's key named a trace that is not its tenant's, or a re-run or replay would hold chunks of documents
+    outside its tenant (trace/owner.py). ``trace_id``: the trace it named — the server answers exactly as for a
+    trace that does not exist (404), so that the refusal tells the tenant nothing."""
+
+    def __init__(self, message: str, *, trace_id: str = "") -> None:
+        super().__init__(message)
+        self.trace_id = trace_id
+
+
 class LayerError(RagclinicError):
     """A failure inside a pipeline layer, wrapped with the layer's name."""
 

@@ -123,7 +123,8 @@ class Pipeline:
         otherwise the re-run raises ``OutsideScope`` — unless ``admin`` (a key without a tenant: the debugger's
         probes, the library), when it is the admin's run: the enforced tags are dropped and it starts a debug round
         of its own, so that no tenant's key can read it (issue 32)."""
-        from ragclinic.trace.owner import OutsideScope, outside
+        from ragclinic.errors import OutsideScope
+        from ragclinic.trace.owner import outside
 
         before = state = start_of(trace, from_layer)
         if change is not None:
@@ -131,13 +132,14 @@ class Pipeline:
         round_id = trace.debug_round_id or trace.id
         must = dict(before.request.enforced)
         if must and state.request.enforced != before.request.enforced and not admin:
-            raise OutsideScope(f"a re-run of trace {trace.id} may not change the tags its request enforced")
+            raise OutsideScope(f"a re-run of trace {trace.id} may not change the tags its request enforced",
+                               trace_id=trace.id)
         if must and (foreign := outside(self.kb.db, state, must)):
             if not admin:
                 raise OutsideScope(
                     f"re-running trace {trace.id} from {from_layer} would put in chunks of {len(foreign)} document(s) "
                     f"outside {', '.join(f'{k}={v}' for k, v in sorted(must.items()))} (the tags its request "
-                    "enforced); only a key without a tenant may run that")
+                    "enforced); only a key without a tenant may run that", trace_id=trace.id)
             r = state.request
             state = replace(state, request=replace(r, enforced=(), scope=Scope.parse(dict(r.scope_pairs))))
             round_id = ""  # a round of its own: the tenant's round lists only what its key may read

@@ -24,7 +24,7 @@ from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, span_event, sse_body
-from ragclinic.server.ui_parts import local_paths, seen_by
+from ragclinic.server.ui_parts import local_paths, no_trace, seen_by
 
 Scope = dict[str, str]
 
@@ -230,26 +230,21 @@ def _own_trace(clinic, trace_id: str, who: Principal):
 @router.get("/traces/{trace_id}", tags=["traces"])
 def trace(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The `trace show --json` object."""
-    from ragclinic.trace.owner import trace_outside
-
     with state(request).pool.searcher() as clinic:
-        t = _own_trace(clinic, trace_id, who)
-        if who.tenant and trace_outside(clinic.kb.db, t, who.enforced):  # a re-run holding another tenant's chunks
-            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
-        return t.to_dict()
+        return _own_trace(clinic, trace_id, who).to_dict()  # a tenant's: 404 unless all of it is its tenant's
 
 
 @router.post("/traces/{trace_id}/replay", tags=["traces"])
 def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The answer rebuilt from the trace's record, with no model call, and whether it equals the recorded one."""
-    from ragclinic.trace.owner import OutsideScope
+    from ragclinic.errors import OutsideScope
 
     with state(request).pool.searcher() as clinic:
         t = _own_trace(clinic, trace_id, who)
         try:  # a tenant's key: only a trace of its tenant that holds nothing from outside it
             again = clinic.replay(t.id, enforced=who.enforced or None)
         except OutsideScope:
-            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base") from None
+            raise no_trace(trace_id) from None
     return {**again.to_json(), "model_calls": again.model_calls, "equal": again.to_json() == t.final}
 
 

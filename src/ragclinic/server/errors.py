@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragclinic.errors import ConfigError, LimitExceeded, RagclinicError, StoreError
+from ragclinic.errors import ConfigError, LimitExceeded, OutsideScope, RagclinicError, StoreError
 
 
 log = logging.getLogger("ragclinic.server")
@@ -50,6 +50,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(LimitExceeded)
     async def _limit(_request: Request, e: LimitExceeded):  # the message names the field, the limit, the setting
         return JSONResponse(body("invalid_request", str(e)), status_code=422)
+
+    @app.exception_handler(OutsideScope)
+    async def _outside(_request: Request, e: OutsideScope):  # a tenant's key: as if the trace did not exist
+        from ragclinic.server.ui_parts import no_trace
+
+        missing = no_trace(e.trace_id)
+        return JSONResponse(body(missing.code, missing.message), status_code=missing.status)
 
     @app.exception_handler(RagclinicError)
     async def _ours(_request: Request, e: RagclinicError):

@@ -34,15 +34,18 @@ def no_trace(trace_id: str) -> ApiError:
 
 
 def own_trace(clinic, trace_id: str, caller: Principal):
-    """The trace, if the caller may see it (a tenant's key: its tenant's only, its settings without the server's
+    """The trace, if the caller may see it (a tenant's key: its tenant's only, naming no document outside its
+    tenant — a re-run made before that rule held another tenant's chunk —, its settings without the server's
     folders and addresses); else 404 as if it did not exist."""
+    from ragclinic.trace.owner import enforced_of, trace_outside
+
     if not caller.tenant:
         return clinic.trace(trace_id)
     try:
         t = clinic.trace(trace_id, exact=True)  # a prefix would tell a tenant about others' ids
     except StoreError:
         raise no_trace(trace_id) from None
-    if {k: v for k, v in t.request.get("enforced", ())} != caller.enforced:
+    if enforced_of(t) != caller.enforced or trace_outside(clinic.kb.db, t, caller.enforced):
         raise no_trace(trace_id)
     return type(t).from_dict(local_paths({**t.to_dict(), "settings": redacted_settings(t.settings)},
                                          clinic.settings))

@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ragclinic.errors import RagclinicError
+from ragclinic.errors import OutsideScope
 from ragclinic.pipeline.state import AskState
 from ragclinic.store.db import Database
 from ragclinic.trace.model import Trace
 
-
-class OutsideScope(RagclinicError):
-    """A re-run or replay for a tenant's key would hold chunks of documents outside that tenant."""
+__all__ = ["OutsideScope", "enforced_of", "outside", "trace_outside"]  # OutsideScope lives in errors.py
 
 
 def enforced_of(trace: Trace) -> dict[str, str]:
