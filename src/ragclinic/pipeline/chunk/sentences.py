@@ -103,7 +103,8 @@ def _pysbd_sentences(text: str) -> list[str]:
 # LIST_MARKS_MAX list-marker candidates at once; prose has a few in a paragraph.
 PYSBD_MAX = 10_000
 LIST_MARKS_MAX = 32
-_LIST_MARK = re.compile(r"(?<![^\s(])(?:[a-z]{1,4}|\d{1,2})[.)]", re.I)
+# What pysbd's list regexes collect: a letter or a number of one or two digits before "." or ")", letters before ")".
+_LIST_MARK = re.compile(r"(?<![^\s(])(?:(?:[a-z]|\d{1,2})[.)]|[a-z]+\))", re.I)
 _LONG_RUN = re.compile(rf"(?<!\S)\S{{{LONG_RUN + 1},}}\s*")
 
 
