@@ -77,6 +77,10 @@ class ParseWorker:
         try:
             self.proc = _spawner.submit(subprocess.Popen, cmd, pass_fds=(to_child, from_child), env=env,
                                         stdin=subprocess.DEVNULL).result()
+        except BaseException:
+            os.close(from_parent)
+            os.close(to_parent)
+            raise
         finally:
             os.close(to_child)
             os.close(from_child)
@@ -131,7 +135,10 @@ class ParseWorker:
             self.start()
             self._send_run()
         self.busy = True
-        self.outbox.send(("file", source, tags))
+        try:
+            self.outbox.send(("file", source, tags))
+        except OSError:  # it died since the last file: the reason is found below, at the end of its pipe
+            pass
         deadline = time.monotonic() + timeout
         while True:
             msg = self._next(deadline, timeout, stop)
