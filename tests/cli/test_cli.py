@@ -113,6 +113,17 @@ def test_progress_and_summary_without_json(runner, docs, tmp_path):
     assert r.exit_code == 0 and "added" in r.stdout
 
 
+def test_hidden_files_are_named_in_the_summary_and_when_nothing_else_was_found(runner, docs, tmp_path):
+    (docs / ".draft.md").write_text("# Draft\n\nNot ready.\n", encoding="utf-8")
+    r = runner.invoke(app, ["ingest", str(docs), "--kb", str(tmp_path / "kb"), "--embedder", "fake"])
+    assert r.exit_code == 0 and "skipped" in r.stdout and ".draft.md" in r.stdout
+    only_hidden = tmp_path / "hidden"
+    only_hidden.mkdir()
+    (only_hidden / ".notes.md").write_text("# Notes\n\nHidden.\n", encoding="utf-8")
+    r = runner.invoke(app, ["ingest", str(only_hidden), "--kb", str(tmp_path / "kb2"), "--embedder", "fake"])
+    assert r.exit_code == 1 and "1 hidden entry was skipped" in " ".join(r.stderr.split())
+
+
 def test_demo_json(runner, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCLINIC_EMBEDDER", "fake")
     r = runner.invoke(app, ["demo", "--dir", str(tmp_path / "demo"), "--json", "--llm", "none"])

@@ -36,41 +36,12 @@ def main() -> None:
         global SUPERVISED
         SUPERVISED = True
         signal.signal(signal.SIGINT, previous)
+        from ragclinic.children import die_with_parent
+
         die_with_parent(parent)
         _run()
         return
     sys.exit(_supervise(pid, page))
-
-
-def die_with_parent(parent: int) -> None:
-    """End this process with SIGKILL when ``parent`` dies, whatever kills it (``kill -9`` included)."""
-    if not _pdeathsig(signal.SIGKILL):
-        import threading
-
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="ragclinic-parent-watch").start()
-    if os.getppid() != parent:  # it died before the request above took effect
-        os._exit(128 + signal.SIGKILL)
-
-
-def _pdeathsig(sig: int) -> bool:
-    """Linux's PR_SET_PDEATHSIG for this process; False where it is not available."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(1, int(sig), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return False
-
-
-def _watch_parent(parent: int, every: float = 0.5) -> None:
-    import time
-
-    while os.getppid() == parent:
-        time.sleep(every)
-    os._exit(128 + signal.SIGKILL)
 
 
 def _run() -> None:

@@ -80,7 +80,9 @@ def ingest_cmd(
         print_summary(result)
     if result.failed or (result.files == 0 and result.removed == 0):
         if not result.failed:
-            err.print("nothing was ingested: no supported files found under the given paths")
+            hidden = f" ({len(result.skipped)} hidden entr{'y was' if len(result.skipped) == 1 else 'ies were'} " \
+                     "skipped: name a hidden file on its own to ingest it)" if result.skipped else ""
+            err.print(f"nothing was ingested: no supported files found under the given paths{hidden}")
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -134,3 +136,5 @@ def print_summary(r: IngestResult) -> None:
                   f"kept), {r.graph['seconds_extract'] + r.graph['seconds_communities']:.1f} s", highlight=False)
     for f in r.failed:
         out.print(f"[red]failed[/] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)
+    for f in r.skipped:
+        out.print(f"[yellow]skipped[/] {escape(f['path'])}: {escape(f['reason'])}", highlight=False)

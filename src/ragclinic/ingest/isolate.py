@@ -12,7 +12,7 @@ One worker per ingest at a time, kept after the run for the next one in the same
 starting one costs ~0.4 s of imports. It reads nothing from the knowledge base and writes nothing (the bytes come
 from the parent, the documents go back through a pipe), holds no descriptor of the parent's (the writer lock stays
 with the parent) and dies with the process that started it (Linux ``PR_SET_PDEATHSIG``, else a thread that
-watches its parent; see ``cli/entry.py``).
+watches its parent; see ``ragclinic/children.py``).
 """
 
 from __future__ import annotations

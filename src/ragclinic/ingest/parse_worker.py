@@ -45,7 +45,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from ragclinic.cli.entry import die_with_parent
+    from ragclinic.children import die_with_parent
 
     to_child, from_child, parent = (int(a) for a in argv[1:4])
     die_with_parent(parent)
