@@ -314,18 +314,22 @@ class Clinic:
         """The trace's answer rebuilt from what it recorded — the state it started from (a re-run's change
         included) and its model outputs — with no model call (``.model_calls == 0``); it equals the recorded
         answer. Starts at the trace's first layer when the knowledge base is still at the trace's version,
-        else at the gate (retrieval would see other documents). ``enforced``: the caller's tenant tags (a server
-        key's): the trace must be that tenant's and hold nothing from outside it, else ``OutsideScope``."""
+        else at generate, from the gate's recorded decision and passages: retrieval, scope and the gate all read
+        the knowledge base (documents, the graph's communities and expansion, tables), so after an ingest they
+        would hand the model another context — a call the trace never recorded. ``enforced``: the caller's tenant
+        tags (a server key's): the trace must be that tenant's and hold nothing from outside it, else
+        ``OutsideScope``."""
         from ragclinic.pipeline.runner import Pipeline
+        from ragclinic.trace.recorder import recorded_crashes
         from ragclinic.trace.states import start_of
 
         trace = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
         layer = trace.rerun_from or "retrieve"
-        if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("gate"):
-            layer = "gate"
+        if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("generate"):
+            layer = "generate"
         pipe = Pipeline(self.kb, lm=None, settings=_recorded_settings(self.settings, trace))
         state, _ = pipe.run(start_of(trace, layer), layer, frozen=trace.model_calls, save=False,
-                            debug_round_id=trace.debug_round_id)
+                            debug_round_id=trace.debug_round_id, crashes=recorded_crashes(trace))
         return replace(state.answer, trace_id=trace.id, model_calls=0)
 
     def rerun(self, trace_id: str, from_layer: str, change: Change | None = None, *,

@@ -150,18 +150,21 @@ class Pipeline:
 
     def run(self, state: AskState, from_layer: str, *, on_token: TokenCallback | None = None,
             debug_round_id: str = "", parent: Trace | None = None, frozen: Iterable[ModelCall] | None = None,
-            save: bool = True, change: Span | None = None, on_span: SpanCallback | None = None
-            ) -> tuple[AskState, Trace]:
+            save: bool = True, change: Span | None = None, on_span: SpanCallback | None = None,
+            crashes: dict[str, ModelCrashed] | None = None) -> tuple[AskState, Trace]:
         """Run from ``from_layer`` on. ``frozen`` (replay): model calls are answered from these records,
-        and a call they lack goes to the live model, or fails when there is none. ``change``: the span of the
-        change a re-run applied to ``state`` (kept in the trace before the layers it ran)."""
+        and a call they lack goes to the live model, or fails when there is none — unless ``crashes`` (by layer,
+        trace/recorder.py ``recorded_crashes``) says the recorded run's model died there: the replay then goes
+        on without it from that call, as the run did. ``change``: the span of the change a re-run applied to
+        ``state`` (kept in the trace before the layers it ran)."""
         if from_layer not in QUERY_LAYERS:
             raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
         tape = Tape()
         lm = None
         frozen = list(frozen) if frozen is not None else None
-        if self.lm is not None or frozen:  # a replay of a run that had no model runs without one too
-            lm = RecordingModel(self.lm, tape, frozen or (), max_seconds=self.settings.max_model_seconds)
+        if self.lm is not None or frozen or crashes:  # a replay of a run that had no model runs without one too
+            lm = RecordingModel(self.lm, tape, frozen or (), max_seconds=self.settings.max_model_seconds,
+                                crashes=crashes if self.lm is None else None)
         ctx = RunContext(self.kb, self.settings, lm, self._judge(lm), self._generator(lm), on_token,
                          list(self.lm_flags))
         trace_id, t_start, spans = new_trace_id(), time.perf_counter(), []

@@ -11,11 +11,11 @@ import hashlib
 import json
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from ragclinic.errors import ModelError, ModelTimeExceeded
+from ragclinic.errors import ModelCrashed, ModelError, ModelTimeExceeded
 from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback
-from ragclinic.trace.model import ModelCall
+from ragclinic.trace.model import ModelCall, Trace
 
 
 def call_key(kind: str, messages: Sequence[Message], params: dict) -> str:
@@ -36,10 +36,12 @@ class RecordingModel:
     """A LanguageModel that records every call on ``tape``; ``frozen`` calls are answered from the record."""
 
     def __init__(self, lm: LanguageModel | None, tape: Tape, frozen: Iterable[ModelCall] = (),
-                 max_seconds: float | None = None) -> None:
+                 max_seconds: float | None = None, crashes: Mapping[str, ModelCrashed] | None = None) -> None:
         """``max_seconds``: model time this run may use (setting ``max_model_seconds``); a live call after it is
-        spent raises ModelTimeExceeded, and the run answers the rest without the model."""
-        self.lm, self.tape, self.max_seconds = lm, tape, max_seconds
+        spent raises ModelTimeExceeded, and the run answers the rest without the model. ``crashes`` (a replay
+        without a model): by layer, the crash the recorded run met there (``recorded_crashes``) — a call the
+        trace lacks in that layer meets it again, so the replay goes on without the model where the run did."""
+        self.lm, self.tape, self.max_seconds, self.crashes = lm, tape, max_seconds, dict(crashes or {})
         frozen = list(frozen)
         self._frozen: dict[str, deque] = defaultdict(deque)
         for c in frozen:
@@ -82,6 +84,8 @@ class RecordingModel:
         return probs
 
     def _live(self) -> LanguageModel:
+        if self.lm is None and (crash := self.crashes.pop(self.tape.layer, None)) is not None:
+            raise crash
         if self.lm is None:
             raise ModelError("replay needs a model call that the trace did not record; "
                              "re-run with a language model (--llm) instead of a frozen replay")
@@ -90,6 +94,18 @@ class RecordingModel:
             raise ModelTimeExceeded(f"the model used {spent:.0f} s on this question, the max_model_seconds limit "
                                     f"({self.max_seconds:g} s); raise it (RAGCLINIC_MAX_MODEL_SECONDS) to allow more")
         return self.lm
+
+
+def recorded_crashes(trace: Trace) -> dict[str, ModelCrashed]:
+    """By layer, the model crash (or spent ``max_model_seconds``) the trace's run met there: the layer's span that
+    ended in an error, the class told by the answer's flag (``llm_time_limit`` or ``llm_crashed``)."""
+    flags = tuple((trace.final or {}).get("flags", ()))
+    out: dict[str, ModelCrashed] = {}
+    for s in trace.spans:
+        if s.status == "error" and s.error and s.layer not in out:
+            timed = f"llm_time_limit: {s.error}; answered extractively" in flags
+            out[s.layer] = (ModelTimeExceeded if timed else ModelCrashed)(s.error)
+    return out
 
 
 def _dump(messages: Sequence[Message]) -> list[dict[str, str]]:
