@@ -188,3 +188,13 @@ def test_failed_reasons_name_the_upload_not_the_servers_folders(uploads):
     assert failed and failed[0]["path"] == "bad.xyz", failed
     text = json.dumps(r.json())
     assert str(uploads.app.state.rc.settings.kb) not in text and "/uploads/" not in text
+
+
+def test_an_upload_reports_no_skipped_file_of_its_own(uploads):
+    """The upload's pending mark is a hidden file of the server's; the ingest skips it, the response never names it
+    (it showed a tenant `KB/uploads/<hash>/.pending-PID`)."""
+    r = uploads.post("/v1/ingest", files=[_md("skipcheck.md", "Nothing hidden here.")], headers=auth(GLOBEX))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["added"] == 1 and "skipped" not in body, body
+    assert str(uploads.app.state.rc.settings.kb) not in r.text and ".pending-" not in r.text

@@ -150,6 +150,9 @@ def relative(result, folders: list[Path], staging: Path):
 
     result.failed = [{**f, "path": strip(f.get("path", "")), "reason": strip(f.get("reason", ""))}
                      for f in result.failed]
+    # the pending mark is ours, not the user's (a hidden file the ingest skips): never reported
+    result.skipped = [{**f, "path": strip(f.get("path", "")), "reason": strip(f.get("reason", ""))}
+                      for f in result.skipped if not Path(f.get("path", "")).name.startswith(PENDING)]
     return result
 
 
