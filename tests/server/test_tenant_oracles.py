@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -117,3 +119,101 @@ def test_globex_still_reads_its_own_traces(served):
                                                                                headers=auth(GLOBEX)),
               served.post(f"/v1/traces/{tid}/replay", headers=auth(GLOBEX))):
         assert r.status_code == 200, r.text
+
+
+# ---------------------------------------------------------------------- the doctor's word counts: a differential
+# Acme asks about "zorblax", a word only globex's document may hold. The two knowledge bases differ in globex's
+# document alone: it holds "zorblax" and words of acme's passages (harbour, ledger, courier), or, as many words,
+# others. Nothing acme's key gets back may differ (the lexical scores do not: no word of acme's question but
+# "zorblax" is in either version, and both have as many chunks and words; docs/server.md, known limits).
+ACME_DOCS = {"refunds.md": "# Refunds\n\nThe acme refund window is 45 days. Claims go through the harbour office, "
+                           "which keeps the refund ledger and sends a courier with each approved claim.\n",
+             "fees.md": "# Fees\n\nThe acme account fee is 3 dollars a month, charged by the harbour office.\n"}
+GLOBEX_WITH = ("# Vault\n\nThe zorblax is kept in the harbour vault. The harbour ledger names the courier who "
+               "carries the zorblax.\n")
+GLOBEX_WITHOUT = ("# Vault\n\nThe quimbly is kept in the meadow vault. The meadow almanac names the gardener who "
+                  "carries the quimbly.\n")
+ORACLE_QUESTIONS = ("What is the zorblax refund window?", "Where is the zorblax kept?", "zorblax?")
+
+
+def _tenant_world(tmp, name: str, globex_text: str):
+    """A served knowledge base ``tmp/name`` over acme's documents and globex's ``globex_text``, read from the same
+    paths in every world (a chunk's id hashes its source path)."""
+    from ragclinic import Clinic
+    from ragclinic.config import Settings
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+
+    from .conftest import HOSTS, KEYS, _reply
+
+    for tenant, docs in (("acme", ACME_DOCS), ("globex", {"vault.md": globex_text})):
+        (tmp / "docs" / tenant).mkdir(parents=True, exist_ok=True)
+        for file, text in docs.items():
+            (tmp / "docs" / tenant / file).write_text(text, encoding="utf-8")
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": tmp / name / "cache", "answer_cache": False}
+    with Clinic.open(tmp / name / "kb", llm="none", **settings) as c:
+        for tenant in ("acme", "globex"):
+            c.ingest(tmp / "docs" / tenant, tags={"tenant": tenant})
+    app = create_app(Settings.load(tmp / name / "kb", **settings, allowed_hosts=HOSTS), Keys(KEYS),
+                     model=ScriptedLanguageModel([_reply], yes_prob=0.9), max_upload_mb=1)
+    return TestClient(app)
+
+
+_IDS = r"\d{8}-[0-9a-f]{10}"
+_VOLATILE = {"created", "started_ms", "duration_ms", "scope_filter_ms", "kb_version", "seconds", "elapsed_s",
+             "lm_seconds", "ms"}
+
+
+def _normal(x):
+    """What acme's key got, without what differs between any two runs (trace ids, times, the version counter)."""
+    import re
+
+    if isinstance(x, dict):
+        return {k: _normal(v) for k, v in x.items() if k not in _VOLATILE and not k.endswith("_ms")}
+    if isinstance(x, list):
+        return [_normal(v) for v in x]
+    if isinstance(x, str):
+        return re.sub(_IDS, "<trace>", x)
+    return x
+
+
+def _what_acme_gets(client) -> list:
+    import re
+
+    got = []
+    for q in ORACLE_QUESTIONS:
+        for doctor in (True, False):
+            r = client.post("/v1/ask", json={"question": q, "doctor": doctor}, headers=auth(ACME))
+            assert r.status_code == 200, r.text
+            got.append(r.json())
+            seen: list[str] = [r.json()["trace_id"]]
+            for tid in seen:  # the trace and every trace of its round it names (the doctor's repairs)
+                t = client.get(f"/v1/traces/{tid}", headers=auth(ACME))
+                got.append(t.json() if t.status_code == 200 else t.status_code)
+                seen += [x for x in dict.fromkeys(re.findall(_IDS, t.text)) if x not in seen][:8]
+    return _normal(got)
+
+
+def test_what_a_tenant_gets_back_does_not_depend_on_another_tenants_words(tmp_path):
+    with _tenant_world(tmp_path, "with", GLOBEX_WITH) as a:
+        got_a = _what_acme_gets(a)
+    with _tenant_world(tmp_path, "without", GLOBEX_WITHOUT) as b:
+        got_b = _what_acme_gets(b)
+    text = json.dumps(got_a)
+    assert "zorblax" in text and '"repairs": [{' in text  # the doctor examined and treated acme's answers
+    for x, y in zip(got_a, got_b):
+        assert x == y, _first_difference(x, y)
+    assert len(got_a) == len(got_b)
+
+
+def _first_difference(x, y, where: str = "") -> str:
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in sorted(set(x) | set(y)):
+            if x.get(k) != y.get(k):
+                return _first_difference(x.get(k), y.get(k), f"{where}.{k}")
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        for i, (u, v) in enumerate(zip(x, y)):
+            if u != v:
+                return _first_difference(u, v, f"{where}[{i}]")
+    return f"{where}: {json.dumps(x)[:300]} != {json.dumps(y)[:300]}"

@@ -50,6 +50,7 @@ class Exam:
     interactive: bool = False
     symptoms: list[Symptom] = field(default_factory=list)  # present ones, for treatments that combine them
     cache: dict[str, Any] = field(default_factory=dict)
+    _lexicon: Any = field(default=None, repr=False)
 
     @property
     def question(self) -> str:
@@ -71,6 +72,15 @@ class Exam:
         if tier == "model":
             return is_model_judge(self.judge) and (self.budget is None or self.budget.can_call())
         return True
+
+    def lexicon(self):
+        """How many chunks use a word (doctor/lexicon.py): the tenant's chunks for a request that enforces a
+        tenant, else the whole lexical index; None when the knowledge base has none. Made once per exam."""
+        from ragclinic.doctor.lexicon import lexicon_of
+
+        if self._lexicon is None:
+            self._lexicon = lexicon_of(self.kb, self.state.request.enforced) or False
+        return self._lexicon or None
 
     def embed(self, texts: list[str]):
         """e5 vectors (normalised) for texts, cached per exam; None when the KB has no embedder."""

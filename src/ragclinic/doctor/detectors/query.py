@@ -107,12 +107,12 @@ class TermMismatch:
     name, layer, tier = "term_mismatch", "retrieve", "rules"
 
     def detect(self, exam: Exam) -> Symptom | None:
-        lexical = exam.kb.lexical() if exam.kb is not None else None
-        if lexical is None:
+        lexicon = exam.lexicon()  # a tenant's key: its own documents are the corpus (doctor/lexicon.py)
+        if lexicon is None:
             return None
         terms = [t for t in dict.fromkeys(analyze(exam.question)) if t in content_terms(exam.question)
                  and t not in _GENERIC]
-        unknown = [t for t in terms if lexical.doc_freq(t) == 0]
+        unknown = [t for t in terms if lexicon.doc_freq(t) == 0]
         dense = any(s.retriever == "dense" for h in exam.state.hits for s in h.sources)
         if not unknown or not terms:
             return Symptom(self.name, 0.0, self.layer, "every query term occurs in the corpus")

@@ -16,9 +16,10 @@ from ragclinic.text.support import content_terms
 
 def key_terms(exam: Exam, texts: list[str], n: int) -> list[str]:
     """The n most distinctive words of ``texts`` (term frequency × idf from the lexicon), excluding the
-    question's own terms — as written in the text, so the rewritten query reads naturally."""
+    question's own terms — as written in the text, so the rewritten query reads naturally. The idf counts the
+    chunks a tenant's key may read, for a request that enforces a tenant (doctor/lexicon.py)."""
     q = content_terms(exam.question)
-    lexical = exam.kb.lexical() if exam.kb is not None else None
+    lexical = exam.lexicon()
     total = max(1, len(lexical)) if lexical is not None else 1
     tf: Counter = Counter()
     surface: dict[str, str] = {}
