@@ -217,3 +217,23 @@ def _first_difference(x, y, where: str = "") -> str:
             if u != v:
                 return _first_difference(u, v, f"{where}[{i}]")
     return f"{where}: {json.dumps(x)[:300]} != {json.dumps(y)[:300]}"
+
+
+# ---------------------------------------------------------------------- a replay reads like the trace it replays
+def test_a_tenants_replay_cuts_the_knowledge_base_folder_from_its_paths(served):
+    """Replays of traces made after an upload used to fail (400); now they answer — with the paths as the tenant's
+    key reads them everywhere else (``uploads/…``), never the server's folder."""
+    up = served.post("/v1/ingest", headers=auth(ACME),
+                     files={"files": ("lanterns.md", b"# Lanterns\n\nThe acme lantern budget is 12 dollars a month.\n",
+                                      "text/markdown")})
+    assert up.status_code == 200, up.text
+    tid = served.post("/v1/ask", json={"question": "What is the acme lantern budget?", "doctor": False},
+                      headers=auth(ACME)).json()["trace_id"]
+    admin = served.get(f"/v1/traces/{tid}", headers=auth(ADMIN)).json()
+    folder = str(served.app.state.rc.settings.kb.resolve())
+    assert folder + "/uploads/" in json.dumps(admin)  # the trace does hold an uploaded document's path
+    again = served.post(f"/v1/traces/{tid}/replay", headers=auth(ACME))
+    assert again.status_code == 200, again.text
+    assert folder not in again.text and "uploads/" in again.text and again.json()["equal"] is True
+    by_admin = served.post(f"/v1/traces/{tid}/replay", headers=auth(ADMIN)).json()
+    assert by_admin["equal"] is True and folder in json.dumps(by_admin)  # the admin's key reads where it is

@@ -245,7 +245,9 @@ def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
             again = clinic.replay(t.id, enforced=who.enforced or None)
         except OutsideScope:
             raise no_trace(trace_id) from None
-    return {**again.to_json(), "model_calls": again.model_calls, "equal": again.to_json() == t.final}
+        # read as the trace was (own_trace): a tenant's key gets paths without the knowledge-base folder
+        out = local_paths(again.to_json(), clinic.settings) if who.tenant else again.to_json()
+    return {**out, "model_calls": again.model_calls, "equal": out == t.final}
 
 
 @router.post("/diagnose", tags=["traces"])
