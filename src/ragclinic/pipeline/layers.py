@@ -78,7 +78,8 @@ def scope(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in state.hits])
     ranked_hits, causal_out = state.hits, None
     if classify_rules(req.question)[0] == "causal" and causal.enabled(ctx.kb):
-        ranked_hits, causal_out = causal.rank(ctx.kb, req.question, state.hits, s.causal_weights, docs)
+        ranked_hits, causal_out = causal.rank(ctx.kb, req.question, state.hits, s.causal_weights, docs,
+                                              admit=graph_steps.admission(ctx, state))
     hits, moved = apply_authority(ranked_hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
     passages, excluded, per_doc = [], list(state.excluded), {}
     for h in hits:

@@ -1,11 +1,13 @@
 """Stored cause → effect links (issue 17 §3; text/causal.py extracts them): one row per link, with its chunk, written
 in the same transaction as the document's chunks and deleted with them. Only in a knowledge base ingested with
-``--causal`` (the ``causal_links`` meta flag; every later ingest keeps extracting)."""
+``--causal`` (the ``causal_links`` meta flag; every later ingest keeps extracting). The links of every tenant share
+the table: a question reads those of the chunks its scope admits (``links_in``, reason/causal.py)."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS causal_links (
@@ -42,3 +44,22 @@ def links_of(conn: sqlite3.Connection, chunk_ids: Sequence[str] | None = None) -
         args = list(chunk_ids)
     return [{"doc_id": d, "chunk_id": c, "cause": ca, "effect": e, "cue": cu, "hedged": bool(h), "sentence": s}
             for d, c, ca, e, cu, h, s in conn.execute(sql, args)]
+
+
+def links_in(conn: sqlite3.Connection, rowids: Collection[int] | None, limit: int) -> list[tuple[int, dict]] | None:
+    """(chunk rowid, link) for the links of the chunks with ``rowids`` (every chunk's when None), as ``links_of``
+    gives them; None when there are more than ``limit``. The rowids go in as one JSON array: a tenant's 100,000
+    chunks are one query through the chunks' primary key and the links' chunk index, not 200."""
+    sql = ("SELECT c.rowid, l.doc_id, l.chunk_id, l.cause, l.effect, l.cue, l.hedged, l.sentence FROM causal_links l "
+           "JOIN chunks c ON c.chunk_id = l.chunk_id")
+    args: list = []
+    if rowids is not None:
+        if not rowids:
+            return []
+        sql += " WHERE c.rowid IN (SELECT value FROM json_each(?))"
+        args.append(json.dumps(sorted(rowids)))
+    rows = conn.execute(sql + " LIMIT ?", [*args, limit + 1]).fetchall()
+    if len(rows) > limit:
+        return None
+    return [(r, {"doc_id": d, "chunk_id": c, "cause": ca, "effect": e, "cue": cu, "hedged": bool(h), "sentence": s})
+            for r, d, c, ca, e, cu, h, s in rows]

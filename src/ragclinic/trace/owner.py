@@ -36,9 +36,10 @@ def outside(db: Database, state: AskState, enforced: Mapping[str, str]) -> list[
 
 
 def trace_outside(db: Database, trace: Trace, enforced: Mapping[str, str] | None = None) -> list[str]:
-    """The documents a trace names anywhere (states, change spans, citations, the graph's records) that lack one of
-    ``enforced`` (default: the trace's own enforced tags); a document no longer in the knowledge base counts as
-    outside unless a passage of the trace recorded its tags (a chunk id alone that is gone names no document)."""
+    """The documents a trace names anywhere (states, change spans, citations, the graph's and the causal ranking's
+    records) that lack one of ``enforced`` (default: the trace's own enforced tags); a document no longer in the
+    knowledge base counts as outside unless a passage of the trace recorded its tags (a chunk id alone that is gone
+    names no document)."""
     enforced = enforced_of(trace) if enforced is None else enforced
     if not enforced:
         return []
@@ -59,6 +60,10 @@ def _walk(node: Any, doc_ids: set[str], chunk_ids: set[str], known: dict[str, di
             chunk_ids.add(node["chunk_id"])
         if isinstance(node.get("added"), (list, tuple)):  # the graph expansion's record: chunk ids
             chunk_ids.update(c for c in node["added"] if isinstance(c, str))
+        if isinstance(node.get("added_by_chain"), (list, tuple)):  # the causal ranking's: chunk ids, and its scores
+            chunk_ids.update(c for c in node["added_by_chain"] if isinstance(c, str))  # are keyed by chunk id
+            if isinstance(node.get("scores"), dict):
+                chunk_ids.update(c for c in node["scores"] if isinstance(c, str))
         for v in node.values():
             _walk(v, doc_ids, chunk_ids, known)
     elif isinstance(node, (list, tuple)):  # Trace.to_dict keeps the spans' tuple

@@ -5,6 +5,9 @@ the stated chain "A → B → C" with the passages it rests on, and the evidence
   overlap of the question with a link the chunk states, or with a link one hop from such a link) + γ·recency
   (the document's ``date`` tag, newest = 1), weights ``causal_weights``. Chunks that state a link one hop from a
   matched link join the candidates, so the chain's middle is in the context even when the question never names it.
+  Only the links of chunks the question's scope admits count (issue 32): its key's tenant, its scope filters, the
+  version policy, quarantine — the links of every tenant share one table, and a link from outside would add its
+  chunk, or rank the tenant's chunks by another tenant's text, and the scope span would record its chunk id.
 - Chain (generate layer): from the link that matches the question best, walk back through links whose effect is
   its cause and forward through links whose cause is its effect (≤ 3 hops each way); a chain follows the stated
   direction only, so it cannot run backwards.
@@ -16,10 +19,10 @@ the stated chain "A → B → C" with the passages it rests on, and the evidence
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from ragclinic.store.causal import links_of
+from ragclinic.store.causal import links_in, links_of
 from ragclinic.text.support import content_terms
 from ragclinic.types import Hit
 
@@ -58,16 +61,21 @@ def overlap(a: str, b: str) -> float:
     return len(ta & tb) / min(len(ta), len(tb))
 
 
-def _all_links(kb) -> list[dict]:
-    n = kb.db.conn.execute("SELECT COUNT(*) FROM causal_links").fetchone()[0]
-    return links_of(kb.db.conn) if n <= MAX_LINKS else []
+def scoped_links(kb, admit: Callable[[int, str, str], bool] | None) -> list[dict]:
+    """The stored links of the chunks ``admit`` lets in (graph_steps.Admission: its ``allowed`` rowids narrow the
+    read, the call checks tenant and quarantine; None: every link); none when more than MAX_LINKS are in scope
+    (counted within the scope, so another tenant's links cannot switch a tenant's causal ranking off)."""
+    rows = links_in(kb.db.conn, getattr(admit, "allowed", None), MAX_LINKS)
+    return [lk for rowid, lk in rows or () if admit is None or admit(rowid, lk["chunk_id"], lk["doc_id"])]
 
 
-def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict) -> tuple[list, dict]:
+def rank(kb, question: str, hits: Sequence, weights: Sequence[float], docs: dict, *,
+         admit: Callable[[int, str, str], bool] | None) -> tuple[list, dict]:
     """The hits re-ranked for a causal question, with the chunks one hop along a matched link added; and what the
-    scope span records (the weights, each hit's parts)."""
+    scope span records (the weights, each hit's parts). ``admit`` (rowid, chunk id, doc id) → whether the question's
+    scope lets a chunk in; only those chunks' links are read (None only for a caller with no scope at all)."""
     alpha, beta, gamma = weights
-    links = _all_links(kb)
+    links = scoped_links(kb, admit)
     by_chunk: dict[str, list[dict]] = {}
     for lk in links:
         by_chunk.setdefault(lk["chunk_id"], []).append(lk)
