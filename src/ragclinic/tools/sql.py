@@ -5,6 +5,10 @@ allowed), no DDL or DML, no PRAGMA / ATTACH, and only the tables the caller may 
 question's scope — a tenant's key never reaches another tenant's table). It runs on a read-only connection with
 a row limit and a time limit. The output names the tables (and so the documents) the numbers came from, for
 the answer's citations.
+
+A question can steer the model's SQL, and the tool's errors reach the trace, so a query that names a table outside
+the allowed ones gets the same answer whether that table exists or not (issue 32): SQLite's "not authorized" and "no
+such table" read alike, and a WITH name may not look like a stored table's name (``t_<doc>_<n>``) at all.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ MAX_ROWS = 200
 MAX_SECONDS = 2.0
 # what reads beyond the listed tables or touches the file system (extension loading is also off in sqlite3)
 _FORBIDDEN_FUNC = re.compile(r"^(pragma_|sqlite_|load_extension$|readfile$|writefile$|edit$|fts3_tokenizer$|zipfile)")
+_TABLE_LIKE = re.compile(r"^t_[0-9a-z]*_\d+$")  # store/tables.py's table_name(): the only names that vary by document
 
 DESCRIPTION = ("sql: one SQLite SELECT over the tables found in the documents (CSV/TSV files and the tables in "
                "PDF, DOCX, HTML, Markdown pages). Input: the query, e.g. \"SELECT name, cost * quantity AS "
@@ -108,9 +113,13 @@ def run_sql(db_path: Path, query: str, allowed: set[str], *, max_rows: int = MAX
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
     real = {n.lower() for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
     ctes = _cte_names(query)
-    if ctes & (real - {t.lower() for t in allowed}):
+    # a WITH name shadowing a stored table would let the authorizer pass reads of that table; refusing every
+    # table-like name (stored or not) keeps the refusal from telling which tables exist
+    shadow = {c for c in ctes - {t.lower() for t in allowed} if c in real or _TABLE_LIKE.match(c)}
+    if shadow:
         conn.close()
-        raise ToolError(f"sql: a WITH name may not be the name of a stored table ({', '.join(sorted(ctes & real))})")
+        raise ToolError(f"sql: a WITH name may not be the name of a stored table or look like one (t_…_N): "
+                        f"{', '.join(sorted(shadow))}")
     # SQLite itself refuses what the parse check might miss: reading any table but the allowed ones and the
     # query's own WITH names (`x IN chunks`, ...), and any function on the forbidden list
     conn.set_authorizer(_authorizer(allowed | ctes))
@@ -122,7 +131,7 @@ def run_sql(db_path: Path, query: str, allowed: set[str], *, max_rows: int = MAX
         rows = cur.fetchmany(max_rows + 1)
         columns = tuple(d[0] for d in cur.description or ())
     except sqlite3.DatabaseError as e:
-        if "not authorized" in str(e) or "prohibited" in str(e):
+        if "not authorized" in str(e) or "prohibited" in str(e) or "no such table" in str(e):
             raise ToolError(f"sql: the query reads beyond the tables you may query ({', '.join(sorted(allowed))})") from None
         if "interrupted" in str(e):
             raise ToolError(f"sql: the query ran past {max_seconds:g} s; aggregate or add a LIMIT") from None
