@@ -239,13 +239,9 @@ def traces_page(request: Request):
 
 @router.get("/traces/{trace_id}")
 def trace_page(request: Request, trace_id: str):
-    from ragclinic.trace.owner import trace_outside
-
     caller = who(request)
     with state(request).pool.searcher() as clinic:
-        t = ui_parts.own_trace(clinic, trace_id, caller)
-        if caller.tenant and trace_outside(clinic.kb.db, t, caller.enforced):  # holds another tenant's chunks
-            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
+        t = ui_parts.own_trace(clinic, trace_id, caller)  # a tenant's: its own, holding nothing from outside it
         values = ui_parts.trace_context(t, answer_html, clinic.kb.db)
         path = ui_parts.round_path(clinic, t)
     return page(request, "trace.html", "traces", caller, layers=QUERY_LAYERS, can_diagnose=not caller.tenant,
@@ -283,14 +279,14 @@ def rerun_fragment(request: Request, trace_id: str = Form(...), layer: str = For
     caller = who(request)
     if layer not in QUERY_LAYERS:
         raise ApiError(422, "invalid_request", f"layer: one of {', '.join(QUERY_LAYERS)}")
-    from ragclinic.trace.owner import OutsideScope
+    from ragclinic.errors import OutsideScope
 
     with state(request).pool.reader() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
         try:  # a tenant's key: a trace of its own that holds nothing from outside it, re-run inside its tenant
             a = clinic.rerun(t.id, layer, enforced=caller.enforced or None)
         except OutsideScope:
-            raise ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base") from None
+            raise ui_parts.no_trace(trace_id) from None
     return HTMLResponse(Markup('<p class="small">re-run from {} → <a href="/traces/{}">{}</a> · '
                                '<a href="/compare?a={}&amp;b={}">compare</a></p>').format(
         layer, a.trace_id, a.trace_id, trace_id, a.trace_id))
