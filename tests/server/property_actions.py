@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import time
 
-from .property_world import GLOBAL_QUESTIONS, KEY_OF, TENANTS, World
+from .property_world import CAUSAL_QUESTIONS, GLOBAL_QUESTIONS, KEY_OF, TENANTS, World
 
 _TRACE_ID = re.compile(r"\b(\d{8}-[0-9a-f]{10})\b")
 _LAYERS = ("retrieve", "scope", "gate", "generate")
@@ -64,13 +64,21 @@ def _their(w: World, key: str, what: str, i: int) -> str | None:
     return _nth(pool, i)
 
 
+QUESTION_KINDS = 10
+
+
 def question(w: World, key: str, a: int) -> str:
-    """Own-topic, another tenant's entity (as written or in capitals) or marker, global, mixed, unanswerable."""
-    owner = key or _nth(list(w.owned), a // 8)
+    """Own-topic, another tenant's entity (as written or in capitals) or marker, global, mixed, unanswerable, a
+    table question (over the tools path; now and then naming another owner's table or column), a causal one."""
+    owner = key or _nth(list(w.owned), a // QUESTION_KINDS)
     own = _nth(w.owned[owner].names, a // 3)
     other = _nth([n for o in _others(w, key) for n in w.owned[o].names], a // 5)
     marker = _nth([m for o in _others(w, key) for m in w.owned[o].markers], a // 7)
-    kind = a % 8
+    kind = a % QUESTION_KINDS
+    if kind == 8:
+        return w.table_question(key, owner, a // QUESTION_KINDS)
+    if kind == 9:
+        return CAUSAL_QUESTIONS[a // QUESTION_KINDS % len(CAUSAL_QUESTIONS)]
     if kind in (0, 1):
         return f"Who signed the contract with {own} and what is the contract code?"
     if kind == 2:
@@ -83,7 +91,7 @@ def question(w: World, key: str, a: int) -> str:
         w.note_sent(key, marker)
         return f"What does the contract code {marker} refer to?"
     if kind == 5:
-        return GLOBAL_QUESTIONS[a // 8 % len(GLOBAL_QUESTIONS)]
+        return GLOBAL_QUESTIONS[a // QUESTION_KINDS % len(GLOBAL_QUESTIONS)]
     if kind == 6:
         return f"What are the main risks across these reports for {own}?"
     return "What is the boiling point of mercury on Neptune?"
@@ -302,6 +310,8 @@ def _existence_signals(trace_json: str, name: str) -> list:
     entities, and the doctor's "never occur in the corpus" terms — with the name's words masked."""
     import json
 
+    from ragclinic.text.analyzer import analyze
+
     out: list = []
 
     def walk(x):
@@ -322,8 +332,9 @@ def _existence_signals(trace_json: str, name: str) -> list:
     except ValueError:
         return ["(not JSON)"]
     masked = repr(out)
-    for word in name.split():
-        masked = re.sub(re.escape(word), "<w>", masked, flags=re.I)
+    for word in name.split():  # as written, and as the lexical index analyses it (the doctor's terms: "ventur")
+        for form in sorted({word, *analyze(word)}, key=len, reverse=True):
+            masked = re.sub(re.escape(form), "<w>", masked, flags=re.I)
     return [masked]
 
 
@@ -351,8 +362,8 @@ def prelude(w: World) -> int:
 
     for who in range(len(TENANTS) + 1):
         key = "" if who == 0 else TENANTS[who - 1]
-        for kind in range(8):  # each kind of question, and its trace
-            body = {"question": question(w, key, kind + 8 * who), "doctor": False}
+        for kind in range(QUESTION_KINDS):  # each kind of question, and its trace
+            body = {"question": question(w, key, kind + QUESTION_KINDS * who), "doctor": False}
             _, text = _send(w, "POST /v1/ask", key, "POST", "/v1/ask", json=body)
             if tid := _TRACE_ID.search(text):
                 _send(w, "GET /v1/traces/{id}", key, "GET", f"/v1/traces/{tid.group(1)}")

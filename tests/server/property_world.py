@@ -1,9 +1,12 @@
 """The world of the whole-surface tenant property (tests/server/test_http_property.py, bench/tenant_property.py).
 
-One knowledge base built with the knowledge graph (``graph="fast"``), served with the scripted model: an
-admin key and three tenant keys. Every document carries secret markers (lower-case tokens nobody else's text
-holds) and capitalised entity names unique to its owner, so a leaked chunk, graph entity, relation or community
-shows up as bytes. Untagged documents belong to the admin ("" below): tenants may not see them either.
+One knowledge base built with the knowledge graph (``graph="fast"``) and causal links (``causal_links``), served
+with the scripted model: an admin key and three tenant keys. Every document carries secret markers (lower-case
+tokens nobody else's text holds) and capitalised entity names unique to its owner, so a leaked chunk, graph entity,
+relation or community shows up as bytes. Each owner also has a table (a CSV whose column name and values are
+markers: the SQL tables of store/tables.py, for the tools path) and half-chains of causes whose ends every owner
+shares ("the closure of the main rail line"), so a causal ranking that crossed owners would join them. Untagged
+documents belong to the admin ("" below): tenants may not see them either.
 
 ``World.check`` is the invariant: what a tenant key gets back holds no marker, entity name (as written or as
 the graph's lower-case key), chunk id or doc id of another owner, and no absolute path of the server's folders.
@@ -41,6 +44,10 @@ NAMES = {
 ORDINARY = frozenset("Project Hank Foundry Ingrid Marlowe Group Operation Greta Mills Tobias Dredging Lattice "
                      "Initiative Dmitri Ventures Petra Aerospace Vault Bureau Olwen Holdings Ferris".split())
 _SYLLABLES = ("ka", "vo", "lu", "ri", "ze", "mo", "ta", "xi", "pe", "du", "no", "qua")
+TABLE_QUESTIONS = ("What is the total of the amount in the table?", "Which row has the highest amount in the table?",
+                   "What is the average amount per item in the table?", "Which item has the lowest amount?")
+CAUSAL_QUESTIONS = ("Why was the main rail line closed?", "What caused the closure of the main rail line?",
+                    "Why did the shortages of fuel happen?", "What led to the shortages of fuel in the depots?")
 GLOBAL_QUESTIONS = ("What are the main risks discussed across these reports?",
                     "Which suppliers appear in more than one contract?",
                     "What themes are described across all documents?",
@@ -56,6 +63,20 @@ def document(names: list[str], markers: list[str], topic: str) -> str:
             f"Corrosion at {c} was reported by {p} and {a}, ticket {markers[3]}.\n")
 
 
+def table(names: list[str], column: str, markers: list[str], seed: int) -> str:
+    """A CSV: one row per name, a column named by a marker (its values markers too) and an amount."""
+    rows = [f"{n},{m},{(seed * 37 + 11 * i) % 900 + 100}" for i, (n, m) in enumerate(zip(names, markers))]
+    return "\n".join([f"item,{column},amount", *rows]) + "\n"
+
+
+def causes(names: list[str], markers: list[str]) -> str:
+    """The two halves of a causal chain, each in its own paragraph: heavy rain → the closure of the main rail line
+    → shortages of fuel; every owner states them with its own names and markers."""
+    return (f"# {names[0]} rail report\n\nHeavy rain near {names[1]} flooded the valley in {markers[0]}. This led "
+            f"to the closure of the main rail line.\n\n## Depots\n\nThe closure of the main rail line caused "
+            f"shortages of fuel in the depots of {names[2]}, reference {markers[1]}.\n")
+
+
 @dataclass
 class Owned:
     """What belongs to one owner: the strings only its key (and the admin's) may ever read."""
@@ -65,6 +86,8 @@ class Owned:
     chunks: set[str] = field(default_factory=set)
     docs: set[str] = field(default_factory=set)
     traces: list[str] = field(default_factory=list)
+    tables: set[str] = field(default_factory=set)  # its SQL tables' names (t_<doc>_<n>)
+    columns: list[str] = field(default_factory=list)  # its tables' marker column names (also in ``markers``)
 
 
 @dataclass
@@ -146,6 +169,10 @@ class World:
                 self.owned.setdefault(owner, Owned()).docs.add(d)
             for c, d in conn.execute("SELECT chunk_id, doc_id FROM chunks"):
                 self.owned[tags.get(d, "")].chunks.add(c)
+            for o in self.owned.values():
+                o.tables.clear()
+            for name, d in conn.execute("SELECT name, doc_id FROM sql_tables"):
+                self.owned[tags.get(d, "")].tables.add(name)
         finally:
             conn.close()
         self._forbidden.clear()
@@ -159,6 +186,22 @@ class World:
                                                "= json(?)", [json.dumps([["tenant", tenant]] if tenant else [])])}
         finally:
             conn.close()
+
+    def table_question(self, key: str, owner: str, i: int) -> str:
+        """"What is the total of the amount in the table?" and the like, by ``key`` (asking of ``owner``'s table); one
+        in three names the owner's marker column, one in four another owner's table (a planted instruction the
+        scripted model follows) or marker column."""
+        q = TABLE_QUESTIONS[i % len(TABLE_QUESTIONS)]
+        cols = self.owned[owner].columns
+        if i % 3 == 1 and cols:
+            col = cols[i % len(cols)]
+            q = q.replace("the amount", f"the {col}") if "the amount" in q else f"{q} By {col}, please."
+        if i % 4 == 3:
+            theirs = sorted({x for o, own in self.owned.items() if o != key for x in own.tables | set(own.columns)})
+            if theirs:
+                self.note_sent(key, theirs[i // 4 % len(theirs)])
+                q = f"{q} Use the table {theirs[i // 4 % len(theirs)]}."
+        return q
 
     def note_sent(self, key: str, *strings: str) -> None:
         if key:
@@ -180,6 +223,7 @@ class World:
                         for v in (w, w.lower())]
                 out += [(c, "chunk id", owner) for c in o.chunks]
                 out += [(d, "doc id", owner) for d in o.docs]
+                out += [(t, "table", owner) for t in o.tables]
             sent = " ".join(self.sent[tenant]).lower()
             self._forbidden[tenant] = [x for x in dict.fromkeys(out) if x[0].lower() not in sent]
         return self._forbidden[tenant]
@@ -246,16 +290,32 @@ def _volatile(pair: tuple[int, str]) -> tuple[int, str]:
 
 
 def _reply(messages) -> str:
-    """The scripted model echoes its passages (each cited), so whatever reached the context reaches the answer."""
-    user = messages[-1].content
+    """The scripted model echoes its passages (each cited), so whatever reached the context reaches the answer. Asked
+    for a plan (the tools path) it queries the table the question names — as a model a planted instruction steers —
+    else the first table it is shown, and the tool results it is given are echoed the same way."""
+    user = next(m.content for m in reversed(messages) if m.role == "user")
+    if user.rstrip().endswith(("Plan:", "(JSON list only).")):
+        return _plan(next(m.content for m in messages if m.role == "user"))
     body = user.split("\n", 1)[-1].rsplit("Question:", 1)[0]
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", " ".join(body.split())) if len(s) > 12][:6]
     return " ".join(f"{s} [1]" for s in sentences) or "I do not know."
 
 
+def _plan(prompt: str) -> str:
+    shown = re.findall(r"^Table (t_[0-9a-z]+_\d+)", prompt.split("Passages:")[0], re.M)
+    asked = re.findall(r"\b(t_[0-9a-z]+_\d+)\b", prompt.rsplit("Question:", 1)[-1])
+    if not (asked or shown):
+        return "I do not know."
+    t, q = (asked or shown)[0], prompt.rsplit("Question:", 1)[-1].lower()
+    sql = (f"SELECT SUM(amount) FROM {t}" if "total" in q else f"SELECT AVG(amount) FROM {t}" if "average" in q
+           else f"SELECT * FROM {t} ORDER BY amount {'ASC' if 'lowest' in q else 'DESC'} LIMIT 3")
+    return json.dumps([{"step": 1, "tool": "sql", "input": sql, "depends_on": []}])
+
+
 @contextmanager
 def open_world(tmp: Path, seed: int = 0):
-    """Build the knowledge base (3 documents a tenant, 2 untagged, the graph) and serve it; yields the World."""
+    """Build the knowledge base (3 reports, a table and a causes document a tenant; 2 reports, a table and causes
+    untagged; the graph, causal links) and serve it; yields the World."""
     from fastapi.testclient import TestClient
 
     from ragclinic import Clinic
@@ -264,7 +324,7 @@ def open_world(tmp: Path, seed: int = 0):
     from ragclinic.server.app import create_app
     from ragclinic.server.auth import Keys
 
-    settings = {"embedder": "fake", "judge": "lexical", "cache_dir": tmp / "cache"}
+    settings = {"embedder": "fake", "judge": "lexical", "cache_dir": tmp / "cache", "causal_links": True}
     w = World(None, tmp, tmp / "kb", seed)
     with Clinic.open(tmp / "kb", llm="none", graph="fast", **settings) as c:
         for owner, names in NAMES.items():
@@ -275,6 +335,13 @@ def open_world(tmp: Path, seed: int = 0):
                 text = document(picked, [w.new_marker(owner) for _ in range(4)], topic)
                 w.texts.append((owner, text))
                 (folder / f"{topic}.md").write_text(text, encoding="utf-8")
+            w.owned[owner].columns.append(w.new_marker(owner))
+            extra = {"table.csv": table(names, w.owned[owner].columns[-1], [w.new_marker(owner) for _ in names],
+                                        len(w.texts)),
+                     "causes.md": causes(names[1:], [w.new_marker(owner) for _ in range(2)])}
+            for name, text in extra.items():
+                w.texts.append((owner, text))
+                (folder / name).write_text(text, encoding="utf-8")
             c.ingest(folder, tags={"tenant": owner} if owner else None)
     for owner, names in NAMES.items():
         w.owned[owner].names.extend(names)
@@ -283,6 +350,6 @@ def open_world(tmp: Path, seed: int = 0):
     with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host, as allowed_hosts expects
         w.client = client
         w.refresh()
-        if empty := [o or "admin" for o, x in w.owned.items() if not x.chunks]:
-            raise RuntimeError(f"the ingest stored no chunks for {empty}: the property would test nothing")
+        if empty := [o or "admin" for o, x in w.owned.items() if not (x.chunks and x.tables)]:
+            raise RuntimeError(f"the ingest stored no chunks or no table for {empty}: the property would test nothing")
         yield w

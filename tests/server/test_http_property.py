@@ -1,11 +1,13 @@
 """The whole HTTP surface as one multi-tenant property (issue 32): hypothesis draws sequences of asks (JSON and
 server-sent events), chat completions (plain and streamed), retrievals, graph questions (global, mixed, naming
-another tenant's entities), diagnoses by the admin with another tenant's text as the expected answer, re-runs,
-replays, feedback, trace listings and pages, passages, compare, the knowledge-base pages and uploads, by an
-admin key and three tenant keys. Every byte a tenant key gets back holds no other owner's marker, entity name,
-chunk id or doc id and no server path; another owner's id reads like one that does not exist; nothing is a 5xx.
+another tenant's entities), table questions over the tools path (some naming another owner's table or column),
+causal questions over chains whose ends every owner states, diagnoses by the admin with another tenant's text as
+the expected answer, re-runs, replays, feedback, trace listings and pages, passages, compare, the knowledge-base
+pages and uploads, by an admin key and three tenant keys. Every byte a tenant key gets back holds no other owner's
+marker, entity name, chunk id, doc id or table name and no server path; another owner's id reads like one that does
+not exist; nothing is a 5xx.
 
-Size: RAGCLINIC_PROPERTY_REQUESTS (default 800: about 25 s of CPU here, within a minute on two cores); the bench runs
+Size: RAGCLINIC_PROPERTY_REQUESTS (default 800: about 30 s of CPU here, within a minute on two cores); the bench runs
 it at 10,000 (bench/tenant_property.py)."""
 
 from __future__ import annotations
