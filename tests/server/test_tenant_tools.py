@@ -127,10 +127,12 @@ def test_a_trace_whose_causal_record_names_another_tenants_chunk_is_not_the_tena
     d = trace.json()
     foreign = sorted(i for i in ids if len(i) == 32)[0]  # a chunk id (doc ids are 16 hex digits)
     next(s for s in d["spans"] if s["layer"] == "scope")["outputs"]["causal_ranking"]["added_by_chain"] = [foreign]
-    with Clinic.open(kb, model=None, llm="none", embedder="fake", judge="llm", answer_cache=False) as c:
-        old = Trace.from_dict(d)
-        save_trace(c.kb.db, replace(old, id=old.id[:-4] + "beef"))
-    for r in (client.get(f"/v1/traces/{old.id[:-4]}beef", headers=h), client.get(f"/traces/{old.id[:-4]}beef", headers=h),
-              client.post(f"/v1/traces/{old.id[:-4]}beef/replay", headers=h)):
+    old = Trace.from_dict(d)
+    tid = old.id[:-4] + "beef"
+    with Clinic.open(kb, model=None, llm="none", embedder="fake", judge="llm", cache_dir=kb.parent / "cache",
+                     answer_cache=False) as c:
+        save_trace(c.kb.db, replace(old, id=tid))
+    for r in (client.get(f"/v1/traces/{tid}", headers=h), client.get(f"/traces/{tid}", headers=h),
+              client.post(f"/v1/traces/{tid}/replay", headers=h)):
         assert r.status_code == 404, (r.url, r.status_code)
         assert foreign not in r.text
