@@ -70,7 +70,7 @@ def answer_with_tools(ctx, state, tables: list[dict], max_calls: int) -> ToolsAn
     keeping the plan and the tool calls that were tried in the trace)."""
     q, lm = state.request.question, ctx.lm
     passages = list(state.passages)
-    box = Toolbox(ctx.kb.db.path, tables, passages, q, lambda name: _cite_table(ctx, name, tables, passages),
+    box = Toolbox(ctx.kb.db.path, tables, passages, q, lambda name: _cite_table(ctx, state, name, tables, passages),
                   lambda query: _search(ctx, state, query, passages), max_calls)
     shown = [(p.n, " ".join(p.chunk.text.split())[:SHOWN_CHARS]) for p in passages[:SHOWN_PASSAGES]]
     tables = tables[:SHOWN_TABLES]  # the documents the search ranked first
@@ -207,9 +207,9 @@ def _sample(ctx, name: str, tables: list[dict]) -> list[tuple]:
         return []
 
 
-def _cite_table(ctx, name: str, tables: list[dict], passages: list[Passage]) -> int | None:
+def _cite_table(ctx, state, name: str, tables: list[dict], passages: list[Passage]) -> int | None:
     """The passage that holds table ``name``'s text: one already shown, else the document's chunk with most of
-    the table's header words (appended to the passages)."""
+    the table's header words (appended to the passages; not a quarantined chunk, its planted instructions cut)."""
     t = next((t for t in tables if t["name"] == name), None)
     if t is None:
         return None
@@ -224,16 +224,28 @@ def _cite_table(ctx, name: str, tables: list[dict], passages: list[Passage]) -> 
         return max(mine, key=lambda p: score(p.chunk.text)).n
     db = ctx.kb.db
     rows = sorted(db.chunk_rowids_of([t["doc_id"]]))
-    chunks = db.chunks_by_rowid(rows)
-    if not chunks:
+    chunks = {r: c for r, c in db.chunks_by_rowid(rows).items() if c.id not in state.request.quarantine}
+    doc = db.doc_infos([t["doc_id"]]).get(t["doc_id"])
+    if not chunks or doc is None:
         return None
     rowid, chunk = max(chunks.items(), key=lambda kv: score(kv[1].text))
-    doc = db.doc_infos([t["doc_id"]]).get(t["doc_id"])
-    if doc is None:
+    hit = _clean(ctx, Hit(chunk, 0.0, (), rowid), doc)
+    if hit is None:
         return None
-    p = Passage(len(passages) + 1, Hit(chunk, 0.0, (), rowid), doc, marks=("table",))
+    p = Passage(len(passages) + 1, hit, doc, marks=("table",))
     passages.append(p)
     return p.n
+
+
+def _clean(ctx, hit: Hit, doc) -> Hit | None:
+    """The chunk with planted instructions cut out (scope/instructions.py), None when nothing else is left: the
+    model reads what the tools bring in as it reads the scope layer's passages."""
+    from ragclinic.pipeline.scope.instructions import sanitize
+    from ragclinic.verify.instructions import detector_for
+
+    if not ctx.settings.strip_instructions:
+        return hit
+    return sanitize(ctx.kb.db.conn, hit, doc, detector_for(ctx.settings.instruction_detector))[0]
 
 
 def _search(ctx, state, query: str, passages: list[Passage]) -> list[Passage]:
@@ -248,7 +260,10 @@ def _search(ctx, state, query: str, passages: list[Passage]) -> list[Passage]:
     new: list[Passage] = []
     for h in hits:
         doc = docs.get(h.chunk.doc_id)
-        if h.chunk.id in have or doc is None or any(doc.tags.get(k) != v for k, v in req.enforced):
+        if (h.chunk.id in have or h.chunk.id in req.quarantine or doc is None
+                or any(doc.tags.get(k) != v for k, v in req.enforced)):
+            continue
+        if (h := _clean(ctx, h, doc)) is None:  # the scope layer's check on searched chunks, here too
             continue
         new.append(Passage(len(passages) + len(new) + 1, h, doc, marks=("search",)))
         if len(new) == 3:
