@@ -48,7 +48,7 @@ class Lexicon:
 def lexicon_of(kb: Any, enforced: tuple[tuple[str, str], ...]) -> Lexicon | None:
     """The tenant's chunks when the request enforces tags, else the whole index; None without a knowledge base or
     a lexical index."""
-    lexical = kb.lexical() if kb is not None else None
+    lexical = kb.lexical_current() if kb is not None else None
     if lexical is None:
         return None
     return Lexicon(lexical, resolve(kb.db, Scope().require(tuple(enforced)), newest_only=False).allowed

@@ -36,6 +36,7 @@ class KnowledgeBase:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self._lexical: TantivyIndex | None = None
+        self._lexical_read = -1  # the KB version the lexical searcher was last reloaded at (lexical_current)
         self._dense = None
         self._dense_version = -1
         self.repaired: list[str] = []  # derived indexes found damaged on open and rebuilt from SQLite
@@ -121,6 +122,18 @@ class KnowledgeBase:
             except StoreError:
                 self._lexical = self._rebuilt_lexical()
         return self._lexical
+
+    def lexical_current(self) -> TantivyIndex:
+        """The lexical index for reading, as of the knowledge base's last committed version: a clinic that does not
+        sync (the server's readers) reloads its searcher once per new version. tantivy reloads by itself only after
+        a delay, so a search right after another clinic's upload missed the new documents, and a replay of an
+        answer given meanwhile retrieved something else (issue 32)."""
+        ix = self.lexical()
+        version = self.db.version
+        if version != self._lexical_read:
+            ix.reload()
+            self._lexical_read = version
+        return ix
 
     def _rebuilt_lexical(self) -> TantivyIndex:
         """The lexical index would not open (a damaged or half-deleted file): set it aside and start a new one,

@@ -100,6 +100,10 @@ class TantivyIndex:
                 self._index.reload()
 
     # ------------------------------------------------------------------ reads
+    def reload(self) -> None:
+        """See the last commit now (another clinic's or process's): tantivy's own reload runs on a delay."""
+        self._index.reload()
+
     def __len__(self) -> int:
         return self._index.searcher().num_docs
 

@@ -19,7 +19,7 @@ class LexicalRetriever:
 
     def rank(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         tokens = analyze(query, self.kb.settings.lexical_stem)
-        return self.kb.lexical().search(tokens, k, None if allowed is None else list(allowed))
+        return self.kb.lexical_current().search(tokens, k, None if allowed is None else list(allowed))
 
     def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:
         return to_hits(self.kb, self.name, self.rank(query, k, allowed))
