@@ -93,6 +93,9 @@ def test_serve_adds_its_host_and_each_allowed_host(tmp_path, monkeypatch):
                                                              "10.0.0.5"]
     r = CliRunner().invoke(cli, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "none"])  # 127.0.0.1: no change
     assert r.exit_code == 0 and served["app"].state.rc.settings.allowed_hosts == ["127.0.0.1", "localhost", "::1"]
+    served.clear()
+    r = CliRunner().invoke(cli, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "none", "--allowed-host", "*"])
+    assert r.exit_code == 2 and "needs --api-key" in r.output and not served  # keyless + any name: refused
 
 
 # ---------------------------------------------------------------------- Origin: state-changing requests

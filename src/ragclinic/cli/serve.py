@@ -64,6 +64,9 @@ def serve_cmd(
 
     settings = Settings.load(kb, llm=llm)  # the Host names it answers: the setting's, --host's, --allowed-host's
     hosts = list(dict.fromkeys([*settings.allowed_hosts, *(h.lower() for h in bind_hosts(host, allowed_host))]))
+    if "*" in hosts and not keys.required:  # any Host name answered without a key: DNS rebinding is open again
+        raise fail("allowed host '*' needs --api-key KEY: without keys a page under any name could use this server "
+                   "(name the hosts instead: --allowed-host NAME)")
     settings = Settings.load(kb, llm=llm, allowed_hosts=hosts)
     if ray:
         return _serve_on_ray(ray, settings, api_key, replicas, replica_cpus, host, port,
