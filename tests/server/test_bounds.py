@@ -113,3 +113,19 @@ def test_library_users_get_the_same_bounds(served):
             clinic.consult(Q, {"k": "v" * (s.max_scope_value_chars + 1)}, doctor=False)
         with pytest.raises(LimitExceeded, match="max_scope_keys"):
             clinic.consult(Q, {f"k{i}": "v" for i in range(s.max_scope_keys + 1)}, doctor=True)
+
+
+@pytest.mark.parametrize("content_type", ["application/JSON", "Application/Json; charset=utf-8"])
+def test_a_json_body_is_bounded_whatever_the_case_of_its_content_type(served, content_type):
+    """FastAPI parses `application/JSON` as JSON: the bounds must see it too (a 500 KB note was stored)."""
+    import json
+
+    tid = served.post("/v1/ask", json={"question": Q, "doctor": False}, headers=auth(ACME)).json()["trace_id"]
+    note = "x" * (_settings(served).max_feedback_note_chars + 1)
+    body = json.dumps({"trace_id": tid, "rating": 1, "note": note})
+    r = served.post("/v1/feedback", content=body, headers={**auth(ACME), "Content-Type": content_type})
+    _refused(r, "note", "max_feedback_note_chars")
+    query = "y" * (_settings(served).max_question_chars + 1)
+    r = served.post("/v1/retrieval", content=json.dumps({"query": query}),
+                    headers={**auth(ACME), "Content-Type": content_type})
+    _refused(r, "query", "max_question_chars")

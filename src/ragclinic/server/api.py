@@ -33,7 +33,7 @@ async def bounded(request: Request, _who: Principal = Caller) -> None:
     """Every JSON body's bounded fields (question, query, scope, expected, note), checked against the settings
     before the route parses the body or does any work (the limits are settings, so they are checked here rather
     than in the body models). Starlette keeps the parsed body: the route reads the same one."""
-    if "json" not in request.headers.get("content-type", "json"):
+    if "json" not in request.headers.get("content-type", "json").lower():  # FastAPI parses application/JSON too
         return
     try:
         data = await request.json()
