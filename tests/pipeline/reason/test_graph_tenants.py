@@ -114,3 +114,61 @@ def test_the_admins_unscoped_question_still_uses_both_tenants_graph(clinic):
     res = clinic.consult("What is the link between Project Zephyr and Hank Scorpio?", doctor=False, cache=False)
     scope = res.trace.span("scope").outputs.get("graph") or {}
     assert "hank scorpio" in scope.get("question_entities", [])
+
+
+# Acme names Project Zephyr and Hank Scorpio in separate documents; only Globex's document links them, so the admin's
+# graph puts them in one community. Acme must not see them as one: that would tell it someone links them.
+APART_ACME = {
+    "zephyr.md": "# Ferry notes\n\nProject Zephyr is a new ferry. Maja Lund leads Project Zephyr.\n",
+    "board.md": "# Board notes\n\nHank Scorpio joined the board. Hank Scorpio chairs the board.\n",
+}
+APART_GLOBEX = {
+    "deal.md": "# Deal\n\nHank Scorpio funds Project Zephyr. Hank Scorpio bought Project Zephyr in 2020.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def apart(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("graph_apart")
+    c = Clinic.open(tmp / "kb", model=None, embedder="fake", judge="lexical", cache_dir=tmp / "cache", llm="none",
+                    graph="fast", answer_cache=False)
+    c.ingest([write_docs(tmp / "acme", APART_ACME)], tags={"tenant": "acme"})
+    c.ingest([write_docs(tmp / "globex", APART_GLOBEX)], tags={"tenant": "globex"})
+    with c:
+        yield c
+
+
+def _apart_mapped(c, q: str, enforced):
+    from ragclinic.pipeline.reason.graph_steps import admission
+    from ragclinic.pipeline.runner import RunContext
+
+    state, _ = c.pipeline.ask(q, enforced=enforced, save=False)
+    return community_evidence(c.kb, q, 8, admit=admission(RunContext(c.kb, c.settings, None, None, None), state))
+
+
+def test_a_community_linked_only_by_another_tenant_is_split_into_what_the_tenant_sees_linked(apart):
+    q = "What are Project Zephyr and Hank Scorpio about across these documents?"
+    admin = [m.community for m in community_evidence(apart.kb, q, 8)]
+    joined = [c for c in admin if {"project zephyr", "hank scorpio"} <= set(c.members)]
+    assert joined  # the world: globex's deal links them in the admin's graph
+    mapped = _apart_mapped(apart, q, ACME)
+    assert mapped
+    for m in mapped:
+        assert not {"project zephyr", "hank scorpio"} <= set(m.community.members), m.to_json()
+        assert not ("zephyr" in m.community.title.lower() and "scorpio" in m.community.title.lower()), m.to_json()
+    ids = [m.community.community_id for m in mapped]
+    assert len(ids) == len(set(ids))
+    parts = {m.community.community_id: set(m.community.members) for m in mapped}
+    assert any("project zephyr" in p for p in parts.values()) and any("hank scorpio" in p for p in parts.values())
+    # each part's points come from chunks naming its own members
+    for m in mapped:
+        for p in m.points:
+            text = p.text.lower()
+            assert ("scorpio" in text) == ("hank scorpio" in m.community.members), m.to_json()
+
+
+def test_the_tenants_own_links_still_make_one_community(apart):
+    """Within what acme reads, Project Zephyr and Maja Lund are linked (one sentence): they stay together."""
+    mapped = _apart_mapped(apart, "Who works on Project Zephyr across these documents?", ACME)
+    assert any({"project zephyr", "maja lund"} <= set(m.community.members) for m in mapped), \
+        [m.to_json() for m in mapped]

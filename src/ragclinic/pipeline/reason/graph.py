@@ -217,8 +217,7 @@ def community_evidence(kb, question: str, k: int, points_each: int = 3, admit=No
     restricted question sees each community through them only (reason/graph_scope.py: its title, members and
     summary points from those chunks, ranked by their words)."""
     sight = Sight(kb.db.conn, admit)
-    found = [seen for c in store.communities(kb.db.conn, level=0)
-             if (seen := sight.community(c, community_title)) is not None]
+    found = sight.communities(store.communities(kb.db.conn, level=0), community_title)
     if not found:
         return []
     q_terms = content_terms(question) - _GLOBAL_WORDS or content_terms(question)

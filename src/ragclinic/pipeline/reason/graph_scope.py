@@ -4,8 +4,10 @@ tenant's key, scope filters) may use — and record in its trace — only what c
 
 - an entity is known when a chunk it may read mentions it (so ``question_entities`` says nothing of other tenants);
 - a relation counts only through a chunk it may read (expansion's paths and added chunks stay inside);
-- a community is seen through its members those chunks name, titled with those names, ranked by its summary points
-  from those chunks (the stored title, summary and its vector are written from every tenant's text: not used).
+- a community is seen through its members those chunks name, split into the groups that relations those chunks
+  state link (the partition was computed from every tenant's relations), each titled with its names, ranked by its
+  summary points from those chunks (the stored title, summary and its vector are written from every tenant's text:
+  not used).
 
 ``admit`` is the scope layer's ``graph_steps.Admission``: ``allowed`` is the set of chunk rowids the question's scope
 admits (None: no restriction), ``scoped`` whether a scope or a tenant made it, and calling it says whether one chunk
@@ -85,16 +87,76 @@ class Sight:
         ok = self.chunks(r[1] for r in rows)
         return [r for r in rows if r[1] in ok][:limit]
 
-    def community(self, c: store.Community, title: Callable[[list[str]], str]) -> store.Community | None:
-        """``c`` as a restricted question sees it: its members that readable chunks name, titled with their names,
-        its summary points from readable chunks; no summary or vector (written from every member's chunks). None
-        when it names no member the question may see; ``c`` itself for an unrestricted question."""
+    def communities(self, found: Iterable[store.Community],
+                    title: Callable[[list[str]], str]) -> list[store.Community]:
+        """The communities as the question sees them (``community``), in their order."""
+        return [part for c in found for part in self.community(c, title)]
+
+    def community(self, c: store.Community, title: Callable[[list[str]], str]) -> list[store.Community]:
+        """``c`` as a restricted question sees it: its members that readable chunks name, split into the groups
+        that relations stated in readable chunks link (which members share a community was computed from every
+        tenant's relations: shown whole, it would tell the question that someone links them), each titled with
+        its members' names and given the summary points from readable chunks that name them; no summary or
+        vector (written from every member's chunks). [] when it names no member the question may see; ``[c]``
+        for an unrestricted question. A part's id is ``c``'s, with ``.N`` when there are several."""
         seen = self.entities()
         if seen is None:
-            return c
+            return [c]
         members = [m for m in c.members if m in seen]
         if not members:
-            return None
+            return []
+        parts = self._linked(members)
         ok = self.chunks(p.chunk_id for p in c.points)
-        return replace(c, title=title([seen[m] for m in members]), members=tuple(members), summary="",
-                       points=tuple(p for p in c.points if p.chunk_id in ok), embedding=None)
+        points = [p for p in c.points if p.chunk_id in ok]
+        named = self._named(points) if len(parts) > 1 else {}
+        out = []
+        for i, part in enumerate(parts):
+            keep = set(part)
+            out.append(replace(
+                c, community_id=c.community_id if len(parts) == 1 else f"{c.community_id}.{i + 1}",
+                title=title([seen[m] for m in part]), members=tuple(part), summary="", embedding=None,
+                points=tuple(p for j, p in enumerate(points) if len(parts) == 1 or named[j] & keep)))
+        return out
+
+    def _linked(self, members: list[str]) -> list[list[str]]:
+        """``members`` split into the groups that relations stated in readable chunks connect, each in
+        ``members``' order, the groups in the order of their first member."""
+        parent = {m: m for m in members}
+
+        def root(m: str) -> str:
+            while parent[m] != m:
+                parent[m] = m = parent[parent[m]]
+            return m
+
+        edges: list[tuple[str, str, str]] = []
+        for i in range(0, len(members), 500):
+            part = members[i:i + 500]
+            edges += [r for r in self.conn.execute(
+                f"SELECT source, target, chunk_id FROM graph_relations WHERE source IN ({','.join('?' * len(part))}) "
+                "LIMIT ?", [*part, SCAN]) if r[1] in parent and r[0] != r[1]]
+        ok = self.chunks(e[2] for e in edges)
+        for a, b, chunk_id in edges:
+            if chunk_id in ok:
+                parent[root(a)] = root(b)
+        groups: dict[str, list[str]] = {}
+        for m in members:
+            groups.setdefault(root(m), []).append(m)
+        return list(groups.values())
+
+    def _named(self, points: list[store.Point]) -> list[set[str]]:
+        """For each point, the entities its sentence names (by the names its chunk's mentions write), else every
+        entity its chunk mentions."""
+        ids = list({p.chunk_id for p in points})
+        names: dict[str, list[tuple[str, str]]] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for chunk_id, entity, name in self.conn.execute(
+                    f"SELECT chunk_id, entity, name FROM graph_mentions WHERE chunk_id IN ({','.join('?' * len(part))})",
+                    part):
+                names.setdefault(chunk_id, []).append((entity, name))
+        out = []
+        for p in points:
+            mentioned = names.get(p.chunk_id, [])
+            low = p.text.lower()
+            out.append({e for e, n in mentioned if n.lower() in low} or {e for e, _ in mentioned})
+        return out
