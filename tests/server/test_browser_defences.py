@@ -223,9 +223,11 @@ def test_wrong_keys_from_one_address_are_limited(tmp_path):
         r = client.get("/v1/traces", headers=auth("wrong-key-000"))
         assert r.status_code == 429 and 0 < int(r.headers["retry-after"]) <= 60
         assert client.get("/v1/traces", headers=auth(ADMIN)).status_code == 429  # else the answer still tells
-        assert client.get(f"/kb?api_key={ADMIN}").status_code == 429
         form = client.get("/login").text
         token = re.search(r'name="csrf_token" value="([0-9a-f]+)"', form).group(1)
+        for _ in range(3):  # the browser channel (login form, ?api_key=) counts in a bucket of its own
+            assert client.post("/login", data={"key": "wrong-key-000", "csrf_token": token}).status_code == 200
+        assert client.get(f"/kb?api_key={ADMIN}").status_code == 429
         r = client.post("/login", data={"key": ADMIN, "csrf_token": token}, follow_redirects=False)
         assert r.status_code == 429 and "retry-after" in r.headers
         other = TestClient(client.app, base_url="http://127.0.0.1:8080", client=("10.0.0.9", 5000))
@@ -240,14 +242,15 @@ def test_the_limiter_counts_failures_in_a_sliding_window():
 
     now = [100.0]
     lim = LoginLimiter(2, 10, clock=lambda: now[0])
-    lim.failed("a")
+    lim.failed("a", "header")
     now[0] = 104
-    lim.failed("a")
-    assert lim.retry_after("a") == 6 and lim.retry_after("b") == 0
+    lim.failed("a", "header")
+    assert lim.retry_after("a", "header") == 6 and lim.retry_after("b", "header") == 0
+    assert lim.retry_after("a", "browser") == 0  # another channel: another bucket
     now[0] = 110.5
-    assert lim.retry_after("a") == 0  # the first failure left the window
-    lim.failed("a")
-    assert lim.retry_after("a") == 4
+    assert lim.retry_after("a", "header") == 0  # the first failure left the window
+    lim.failed("a", "header")
+    assert lim.retry_after("a", "header") == 4
 
 
 def test_hosts_in_tests_are_explicit():
@@ -255,3 +258,30 @@ def test_hosts_in_tests_are_explicit():
 
     assert "testserver" not in Settings.model_fields["allowed_hosts"].default
     assert set(Settings.model_fields["allowed_hosts"].default) < set(HOSTS)
+
+
+# ---------------------------------------------------------------------- a page on another site cannot lock a key out
+CROSS_SITE = {"Referer": "http://evil.example/", "Sec-Fetch-Site": "cross-site"}  # what an <img> on evil.example sends
+
+
+def test_a_cross_site_page_cannot_lock_out_the_header_key(tmp_path):
+    with _app(tmp_path, keys=[ADMIN], login_failures_max=3, login_failures_window_s=60) as client:
+        for _ in range(10):  # <img src="http://127.0.0.1:8080/v1/models?api_key=wrong"> on a malicious page
+            r = client.get("/v1/models?api_key=wrong-key-000", headers=CROSS_SITE)
+            assert r.status_code == 401 and "Authorization" in r.json()["error"]["message"]  # as if no key
+        assert client.get(f"/v1/models?api_key={ADMIN}", headers=CROSS_SITE).status_code == 401  # not accepted
+        assert client.get("/v1/models", headers=auth(ADMIN)).status_code == 200
+        assert client.get(f"/v1/models?api_key={ADMIN}", headers={"Sec-Fetch-Site": "none"}).status_code == 200
+
+
+def test_each_channel_has_its_own_bucket_of_failures(tmp_path):
+    with _app(tmp_path, keys=[ADMIN], login_failures_max=3, login_failures_window_s=60) as client:
+        for _ in range(3):  # the browser channel, from this server's own origin (Referer stripped, say)
+            assert client.get("/v1/models?api_key=wrong-key-000").status_code == 401
+        assert client.get(f"/v1/models?api_key={ADMIN}").status_code == 429  # that channel is locked, any key
+        assert client.get(f"/traces?api_key={ADMIN}", follow_redirects=False).status_code == 429
+        assert client.get("/v1/models", headers=auth(ADMIN)).status_code == 200  # the header channel is not
+        assert client.get("/v1/models", headers={"X-API-Key": ADMIN}).status_code == 200
+        for _ in range(3):
+            assert client.get("/v1/models", headers=auth("wrong-key-000")).status_code == 401
+        assert client.get("/v1/models", headers=auth(ADMIN)).status_code == 429

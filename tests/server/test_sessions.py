@@ -84,10 +84,42 @@ def test_sessions_expire_and_are_bounded():
     assert store.get(sid) is not None
     now[0] = 3600
     assert store.get(sid) is None  # expired: gone
-    ids = [store.create(Principal()) for _ in range(s.MAX_SESSIONS + 5)]
+    ids = [store.create(Principal("", f"{i:08x}")) for i in range(s.MAX_SESSIONS + 5)]  # as many keys
     assert store.get(ids[0]) is None and store.get(ids[-1]) is not None and len(store._by_digest) == s.MAX_SESSIONS
 
 
 def test_a_bearer_key_still_works_without_any_cookie(served):
     served.cookies.clear()
     assert served.get("/v1/traces", headers=auth(ADMIN)).status_code == 200
+
+
+def test_a_cross_site_link_with_a_key_does_not_log_the_browser_in(served):
+    """Login CSRF: a page on another site that navigates here with the attacker's key would log the victim's
+    browser into the attacker's tenant; it gets the login form instead, no session and no cookie."""
+    store = served.app.state.rc.sessions
+    for headers in ({"Sec-Fetch-Site": "cross-site", "Referer": "http://evil.example/"},
+                    {"Sec-Fetch-Site": "same-site"}, {"Referer": "http://evil.example/page"}):
+        served.cookies.clear()
+        before = len(store._by_digest)
+        r = served.get(f"/traces?api_key={ACME}", headers=headers, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/login?"), headers
+        assert "ragclinic_session" not in r.headers.get("set-cookie", "") and ACME not in r.headers["location"]
+        assert len(store._by_digest) == before and served.cookies.get("ragclinic_session") is None
+    for headers in ({"Sec-Fetch-Site": "none"}, {"Sec-Fetch-Site": "same-origin"}, {}):  # typed or pasted
+        served.cookies.clear()
+        r = served.get(f"/traces?api_key={ACME}", headers=headers, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == "/traces" and "ragclinic_session=" in r.headers[
+            "set-cookie"], headers
+
+
+def test_one_key_cannot_push_out_the_sessions_of_others():
+    from ragclinic.server import sessions as s
+    from ragclinic.server.auth import Principal
+
+    store = s.Sessions(3600)
+    theirs = store.create(Principal("globex", "0000beef"))
+    flood = [store.create(Principal("acme", "abcd1234")) for _ in range(s.MAX_SESSIONS + 5)]
+    assert store.get(theirs) == Principal("globex", "0000beef")  # another key's login survives the flood
+    assert len(store._by_digest) == s.MAX_SESSIONS_PER_KEY + 1
+    assert store.get(flood[0]) is None and store.get(flood[-1]) is not None  # that key's oldest go first
+    assert all(store.get(sid) is not None for sid in flood[-s.MAX_SESSIONS_PER_KEY:])

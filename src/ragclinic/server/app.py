@@ -16,10 +16,10 @@ from fastapi.responses import HTMLResponse
 from ragclinic.config import Settings
 from ragclinic.server import errors
 from ragclinic.server.auth import Keys, Principal, presented_key
-from ragclinic.server.guard import BrowserGuard
+from ragclinic.server.guard import BrowserGuard, cross_site
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from ragclinic.server.pool import ClinicPool
-from ragclinic.server.sessions import SESSION_COOKIE, LoginLimiter, Sessions, client_address
+from ragclinic.server.sessions import BROWSER, HEADER, SESSION_COOKIE, LoginLimiter, Sessions, client_address
 
 OPEN_ROUTES = {"/healthz"}  # no key needed
 
@@ -116,15 +116,18 @@ def _install_docs(app: FastAPI) -> None:
 def principal(request: Request) -> Principal:
     """The caller, from its key (a header or ``?api_key=``), else from the UI's session cookie: 401 without
     either or with a key this server does not know (a known key that may not do something gets 403 from that
-    route); 429 while the client address has made too many wrong guesses."""
+    route); 429 while the client address has made too many wrong guesses on that channel. ``?api_key=`` on a
+    request a browser marks cross-site is not taken (nor counted): as if no key was given."""
     rc: ServerState = request.app.state.rc
-    key = presented_key(request.headers, request.query_params)
+    key, channel = presented_key(request.headers, {}), HEADER
+    if not key and not cross_site(request):
+        key, channel = request.query_params.get("api_key"), BROWSER
     if not key:
         who = rc.sessions.get(request.cookies.get(SESSION_COOKIE)) if rc.keys.required else rc.keys.check(None)
         if who is None:
             raise errors.ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer KEY")
         return who
-    who = check_key(request, key)
+    who = check_key(request, key, channel)
     if who is None:
         raise errors.ApiError(401, "unauthorized", "this API key is not valid for this server")
     return who
@@ -137,19 +140,21 @@ class TooManyAttempts(errors.ApiError):
         self.retry_after = retry_after
 
 
-def check_key(request: Request, key: str) -> Principal | None:
-    """The key's principal, or None (counted against the client's address); TooManyAttempts while that address
-    is over its limit of wrong keys (then even a right key waits: else the answer would still tell)."""
+def check_key(request: Request, key: str, channel: str) -> Principal | None:
+    """The key's principal, or None (counted against the client's address on ``channel``: sessions.BROWSER for
+    the login form and ``?api_key=``, sessions.HEADER for Authorization / X-API-Key); TooManyAttempts while that
+    bucket is over its limit of wrong keys (then even a right key waits on that channel: else the answer would
+    still tell). The buckets are apart, so what a web page provokes cannot lock out a script's header key."""
     rc: ServerState = request.app.state.rc
     if not rc.keys.required:
         return rc.keys.check(key)
     client = client_address(request)
-    wait = rc.limiter.retry_after(client)
+    wait = rc.limiter.retry_after(client, channel)
     if wait:
         raise TooManyAttempts(wait)
     who = rc.keys.check(key)
     if who is None:
-        rc.limiter.failed(client)
+        rc.limiter.failed(client, channel)
     return who
 
 

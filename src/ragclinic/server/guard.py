@@ -78,8 +78,8 @@ def needs_csrf(request: Request, rc) -> bool:
     /login and /logout are plain forms: their routes check the token field."""
     if request.url.path.startswith("/ui/"):
         return True
-    if request.url.path in ("/login", "/logout") or request.query_params.get("api_key"):
-        return False
+    if request.url.path in ("/login", "/logout") or (request.query_params.get("api_key") and not cross_site(request)):
+        return False  # a key in the address authorises it (one a cross-site request sends is not taken)
     return rc.sessions.get(request.cookies.get(SESSION_COOKIE)) is not None
 
 
@@ -119,6 +119,16 @@ def foreign_origin(request: Request, host: str) -> str:
     if referer:
         return "" if same_origin(referer, host) else referer.split("?", 1)[0]
     return ""
+
+
+def cross_site(request: Request) -> bool:
+    """Does a browser say another origin sent this request (a link, an <img>, a form on another site)? Then a key
+    in its address is not taken: else any page could log a browser into the page's key, or spend the address's
+    wrong-key limit. Sec-Fetch-Site 'none' is a typed or pasted address."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return True
+    return bool(foreign_origin(request, request.headers.get("host", "")))
 
 
 def same_origin(url: str, host: str) -> bool:

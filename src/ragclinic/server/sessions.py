@@ -25,6 +25,8 @@ BROWSER_COOKIE = "ragclinic_csrf"  # a random id that anchors CSRF tokens before
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 MAX_SESSIONS = 10_000  # the oldest go first: a flood of logins cannot grow memory without bound
+MAX_SESSIONS_PER_KEY = 50  # one key's oldest go first: its logins cannot push out the sessions of other keys
+BROWSER, HEADER = "browser", "header"  # the limiter's channels: login form / ?api_key=, and Authorization / X-API-Key
 MAX_CLIENTS = 10_000  # addresses the login limiter remembers
 
 
@@ -40,15 +42,21 @@ class Sessions:
     def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s, self._clock = ttl_s, clock
         self._by_digest: OrderedDict[bytes, _Session] = OrderedDict()
+        self._by_key: dict[str, OrderedDict[bytes, None]] = {}  # key id → its sessions' digests, oldest first
         self._lock = threading.Lock()
         self._secret = secrets.token_bytes(32)  # CSRF tokens: HMAC of the anchor under this
 
     def create(self, who: Principal) -> str:
         sid = secrets.token_urlsafe(32)
+        d = _digest(sid)
         with self._lock:
-            self._by_digest[_digest(sid)] = _Session(who, self._clock() + self.ttl_s)
+            self._by_digest[d] = _Session(who, self._clock() + self.ttl_s)
+            mine = self._by_key.setdefault(who.key_id, OrderedDict())
+            mine[d] = None
+            while len(mine) > MAX_SESSIONS_PER_KEY:
+                self._drop(next(iter(mine)))
             while len(self._by_digest) > MAX_SESSIONS:
-                self._by_digest.popitem(last=False)
+                self._drop(next(iter(self._by_digest)))
         return sid
 
     def get(self, sid: str | None) -> Principal | None:
@@ -59,14 +67,25 @@ class Sessions:
         with self._lock:
             s = self._by_digest.get(d)
             if s is not None and s.expires <= self._clock():
-                del self._by_digest[d]
+                self._drop(d)
                 s = None
         return s.who if s is not None else None
 
     def revoke(self, sid: str | None) -> None:
         if sid:
             with self._lock:
-                self._by_digest.pop(_digest(sid), None)
+                self._drop(_digest(sid))
+
+    def _drop(self, d: bytes) -> None:
+        """Forget one session (the lock is held)."""
+        s = self._by_digest.pop(d, None)
+        if s is None:
+            return
+        mine = self._by_key.get(s.who.key_id)
+        if mine is not None:
+            mine.pop(d, None)
+            if not mine:
+                del self._by_key[s.who.key_id]
 
     def csrf_token(self, anchor: str) -> str:
         return hmac.new(self._secret, anchor.encode(), hashlib.sha256).hexdigest()
@@ -89,19 +108,22 @@ def new_browser_id() -> str:
 
 
 class LoginLimiter:
-    """At most ``failures`` wrong keys per ``window_s`` from one client address; past that every attempt that
-    presents a key (right or wrong: else the limit would still answer the guess) waits ``retry_after`` seconds."""
+    """At most ``failures`` wrong keys per ``window_s`` from one client address on one channel (``BROWSER``: the
+    login form and ``?api_key=``; ``HEADER``: Authorization / X-API-Key); past that every attempt on that channel
+    that presents a key (right or wrong: else the limit would still answer the guess) waits ``retry_after``
+    seconds. Separate buckets, so failures a web page can provoke (a browser sends them) cannot lock out a
+    script's header key."""
 
     def __init__(self, failures: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.failures, self.window_s, self._clock = failures, window_s, clock
-        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def retry_after(self, client: str) -> int:
-        """Seconds until this client may try a key again; 0: now."""
+    def retry_after(self, client: str, channel: str) -> int:
+        """Seconds until this client may try a key on this channel again; 0: now."""
         now = self._clock()
         with self._lock:
-            times = self._seen.get(client)
+            times = self._seen.get((client, channel))
             if times is None:
                 return 0
             while times and times[0] <= now - self.window_s:
@@ -110,11 +132,11 @@ class LoginLimiter:
                 return 0
             return max(1, math.ceil(times[0] + self.window_s - now))
 
-    def failed(self, client: str) -> None:
+    def failed(self, client: str, channel: str) -> None:
         with self._lock:
-            times = self._seen.pop(client, None) or deque(maxlen=self.failures)
+            times = self._seen.pop((client, channel), None) or deque(maxlen=self.failures)
             times.append(self._clock())
-            self._seen[client] = times  # most recent last: the least recently failing go first
+            self._seen[(client, channel)] = times  # most recent last: the least recently failing go first
             while len(self._seen) > MAX_CLIENTS:
                 self._seen.popitem(last=False)
 

@@ -27,6 +27,7 @@ from ragclinic.server import telemetry, ui_parts
 from ragclinic.server import sessions as _s
 from ragclinic.server.app import TooManyAttempts, check_key, state
 from ragclinic.server.auth import Principal, presented_key
+from ragclinic.server.guard import cross_site
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
@@ -44,19 +45,23 @@ class _Login(Exception):
 
 def who(request: Request) -> Principal:
     """The logged-in caller; a page without one redirects to the login form, ``?api_key=`` logs in (a new
-    session, then the same address without the key). A key in a header (a script) is taken as the API takes it."""
+    session, then the same address without the key) when typed, pasted or followed from this server's own pages
+    — from another site it is the login form (else any page could log a browser into the page's key). A key in
+    a header (a script) is taken as the API takes it."""
     rc = state(request)
     given = request.query_params.get("api_key")
     if given is not None:
         if request.method != "GET":
             raise ApiError(400, "bad_request", "?api_key= logs in on a page's address (GET) only")
-        found = check_key(request, given)
+        if cross_site(request):
+            raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", 303))
+        found = check_key(request, given, _s.BROWSER)
         if found is None:
             raise _Login(RedirectResponse(f"/login?{urlencode({'next': request.url.path, 'error': '1'})}", 303))
         rest = {k: v for k, v in request.query_params.items() if k != "api_key"}
         raise _Login(_logged_in(request, found, request.url.path + (f"?{urlencode(rest)}" if rest else "")))
     key = presented_key(request.headers, {})
-    found = check_key(request, key) if key else rc.sessions.get(request.cookies.get(_s.SESSION_COOKIE))
+    found = check_key(request, key, _s.HEADER) if key else rc.sessions.get(request.cookies.get(_s.SESSION_COOKIE))
     if found is None and not rc.keys.required:
         found = Principal()
     if found is None:
@@ -117,7 +122,7 @@ def login(request: Request, key: str = Form(""), next: str = Form("/"), csrf_tok
         return page(request, "login.html", "", None, next=_local(next), error="the form was stale: log in again",
                     status=403)
     try:
-        found = check_key(request, key)
+        found = check_key(request, key, _s.BROWSER)
     except TooManyAttempts as e:
         r = page(request, "login.html", "", None, next=_local(next), error=e.message, status=429)
         r.headers["Retry-After"] = str(e.retry_after)
