@@ -5,6 +5,7 @@ process, against the default worker process).
 
     python bench/huge_token.py                      # "x" repeated
     python bench/huge_token.py --kind mixed         # letters and sentence/list punctuation, no whitespace
+    python bench/huge_token.py --kind cjk           # Chinese characters without punctuation (one sentence)
     python bench/huge_token.py --overhead --runs 3  # the demo corpus, worker vs in-process
 """
 
@@ -33,6 +34,9 @@ SIZES = (32_000, 128_000, 1_000_000, 10_000_000)
 def token(n: int, kind: str) -> str:
     if kind == "x":
         return "x" * n
+    if kind == "cjk":  # Chinese characters with no punctuation: not a "run" (CJK prose has no spaces), one sentence
+        return "".join(
+            "检索增强生成先检索相关段落再让语言模型作答"[i % 21] for i in range(n))
     rnd = random.Random(n)
     return "".join(rnd.choices("Ab.c!D?(e)\"f\"-_", k=n))
 
@@ -102,7 +106,7 @@ print(json.dumps(out))
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kind", choices=["x", "mixed"], default="x")
+    ap.add_argument("--kind", choices=["x", "mixed", "cjk"], default="x")
     ap.add_argument("--overhead", action="store_true")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()

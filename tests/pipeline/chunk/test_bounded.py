@@ -136,3 +136,18 @@ def test_a_long_run_is_a_sentence_of_its_own_and_never_goes_to_pysbd(monkeypatch
     got = [text[a:b].strip() for a, b in split_sentences(text)]
     assert got == ["First one.", "Second one.", run, "Last one."]
     assert max(seen) < len(run)
+
+
+def test_a_long_chinese_paragraph_is_sentences_not_a_run():
+    """CJK prose has no spaces: a paragraph over LONG_RUN characters is still split at 。, never cut by characters
+    mid-sentence (the first long-run rule cut a 3,000-character paragraph into pieces ending anywhere)."""
+    from ragclinic.pipeline.chunk import sentences
+
+    para = "检索增强生成先检索相关段落，再让语言模型作答。" * 130  # 3,120 characters, 130 sentences
+    assert len(para) > sentences.LONG_RUN and sentences.long_runs(para) == []
+    assert len(split_sentences(para, language="zh")) == 130
+    mixed = "说明：" + "x" * 3000 + "。后面还有一句。"
+    (a, b), = sentences.long_runs(mixed)  # a Latin run inside Chinese text is still one (with the words before
+    assert "x" * 3000 in mixed[a:b] and "。" not in mixed[a:b]  # it up to the last sentence end)
+    ideographs = "检索增强生成" * 1000  # no sentence end for 6,000 characters: a run all the same
+    assert sentences.long_runs(ideographs) == [(0, 6000)]

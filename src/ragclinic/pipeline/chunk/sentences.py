@@ -105,7 +105,13 @@ PYSBD_MAX = 10_000
 LIST_MARKS_MAX = 32
 # What pysbd's list regexes collect: a letter or a number of one or two digits before "." or ")", letters before ")".
 _LIST_MARK = re.compile(r"(?<![^\s(])(?:(?:[a-z]|\d{1,2})[.)]|[a-z]+\))", re.I)
-_LONG_RUN = re.compile(rf"(?<!\S)\S{{{LONG_RUN + 1},}}\s*")
+# A run is whitespace-free and holds no CJK character or CJK punctuation: Chinese and Japanese prose has no
+# spaces, and a long paragraph of it is sentences (split by the CJK rules), not one token to cut by characters.
+# CJK text with no sentence end for over LONG_RUN characters is a run all the same (a 10 MB file of ideographs).
+_RUN_CHAR = rf"[^\s{CJK_RANGES}\u3000-\u303f\u3040-\u30ff\uff00-\uffef]"
+_NO_END_CHAR = r"[^\s。！？；!?．｡]"
+_LONG_RUN = re.compile(rf"(?<!{_RUN_CHAR}){_RUN_CHAR}{{{LONG_RUN + 1},}}\s*|"
+                       rf"(?<!{_NO_END_CHAR}){_NO_END_CHAR}{{{LONG_RUN + 1},}}\s*")
 
 
 def long_runs(text: str, s: int = 0, e: int | None = None) -> list[tuple[int, int]]:
