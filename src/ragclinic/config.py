@@ -262,8 +262,9 @@ class Settings(BaseSettings):
                                      "and its subdomains.")
     session_hours: float = Field(12.0, gt=0, le=24 * 30, description="A UI login lasts this long (the session is "
                                  "held in the server's memory: a restart logs everyone out).")
-    login_failures_max: int = Field(10, ge=1, description="Failed logins (wrong key: login form, ?api_key=, "
-                                    "Bearer / X-API-Key) one client address may make per window; then 429.")
+    login_failures_max: int = Field(10, ge=1, description="Failed logins (wrong keys) one client address may "
+                                    "make per window on each channel (browser: login form, ?api_key=; header: "
+                                    "Bearer / X-API-Key); then 429 on that channel.")
     login_failures_window_s: float = Field(60.0, gt=0, description="The window of login_failures_max (seconds).")
 
     @field_validator("allowed_hosts", mode="after")
