@@ -198,3 +198,23 @@ def test_an_upload_reports_no_skipped_file_of_its_own(uploads):
     body = r.json()
     assert body["added"] == 1 and "skipped" not in body, body
     assert str(uploads.app.state.rc.settings.kb) not in r.text and ".pending-" not in r.text
+
+
+def test_a_tenant_key_may_not_set_the_authority_tag(uploads):
+    """The authority tag boosts a document over others (scope/policies.py); a tenant tagging its own uploads
+    ``authority=official`` would rank them over other tenants' in the admin's questions (issue 32). Refused with a
+    422 naming the tag and why; nothing stored. The admin key still may."""
+    before = _stored(uploads)
+    r = uploads.post("/v1/ingest", files=[_md("ruling.md", "The tenant's ruling.")],
+                     data={"tags": ["authority=official"]}, headers=auth(ACME))
+    assert r.status_code == 422, r.text[:300]
+    message = r.json()["error"]["message"]
+    assert "authority" in message and "admin" in message, message
+    assert _stored(uploads) == before and not any(p.endswith("ruling.md") for p in _paths(uploads))
+    r = uploads.post("/v1/ingest", files=[_md("standard.md", "The admin's standard.")],
+                     data={"tags": ["authority=official"]}, headers=auth(ADMIN))
+    assert r.status_code == 200, r.text[:300]
+    with uploads.app.state.rc.pool.searcher() as c:
+        tags = [json.loads(t) for (t,) in c.kb.db.conn.execute("SELECT tags FROM documents WHERE path LIKE "
+                                                              "'%standard.md'")]
+    assert tags and tags[0].get("authority") == "official"

@@ -33,12 +33,18 @@ def _bad(message: str) -> ApiError:
 
 
 def tag_pairs(tags: list[str], settings, enforced: dict[str, str]) -> dict[str, str]:
-    """``KEY=VALUE`` fields → tags (bounded like a scope), the key's tenant over whatever they say."""
+    """``KEY=VALUE`` fields → tags (bounded like a scope), the key's tenant over whatever they say. A tenant's key
+    may not set the authority tag: it boosts a document over others (scope/policies.py), and a tenant's own
+    ``authority=official`` would rank its uploads over other tenants' in the admin's questions (issue 32)."""
     pairs = {}
     for t in tags:
         key, eq, value = t.partition("=")
         if not eq or not key.strip():
             raise _bad(f"tags: {shown(t)} is not KEY=VALUE (e.g. tenant=acme)")
+        if enforced and key.strip() == settings.authority_tag:
+            raise _bad(f"tags: {shown(t)} — a tenant's key may not set the {shown(settings.authority_tag)} tag (it "
+                       "ranks a document over other tenants' documents); leave it out, or ask the admin key to tag "
+                       "the document")
         pairs[key.strip()] = value.strip()
     try:
         check_scope(settings, pairs, "tags")

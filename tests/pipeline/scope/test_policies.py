@@ -73,6 +73,25 @@ def test_authority_wins_near_ties_but_not_relevance():
     assert [h.chunk.doc_id for h in far] == ["wiki", "std"] and moved == 0
 
 
+
+def test_authority_compares_documents_of_one_tenant_only():
+    """A tenant's own authority tag (issue 32) must not lift its documents over another tenant's in the admin's
+    unscoped question: the places each tenant's hits hold stay theirs; within a tenant the boost works as before."""
+    levels = {"official": 3.0, "draft": 0.0}
+    docs = {"b-doc": DocInfo("b-doc", "/b", "b", {"tenant": "globex"}),
+            "a-top": DocInfo("a-top", "/a", "a", {"tenant": "acme", "authority": "official"}),
+            "a-low": DocInfo("a-low", "/l", "l", {"tenant": "acme", "authority": "draft"}),
+            "a-near": DocInfo("a-near", "/n", "n", {"tenant": "acme"})}
+    hits, moved = apply_authority([_hit("b-doc", 1.0), _hit("a-top", 0.95)], docs, "authority", levels, 0.1)
+    assert [h.chunk.doc_id for h in hits] == ["b-doc", "a-top"] and moved == 0
+    hits, moved = apply_authority([_hit("a-low", 1.0), _hit("b-doc", 0.99), _hit("a-top", 0.95)], docs,
+                                  "authority", levels, 0.1)
+    assert [h.chunk.doc_id for h in hits] == ["a-top", "b-doc", "a-low"] and moved == 2
+    untagged = {k: DocInfo(d.doc_id, d.path, d.title, {t: v for t, v in d.tags.items() if t != "tenant"})
+                for k, d in docs.items()}  # one owner: the boost as before
+    hits, _ = apply_authority([_hit("b-doc", 1.0), _hit("a-top", 0.95)], untagged, "authority", levels, 0.1)
+    assert [h.chunk.doc_id for h in hits] == ["a-top", "b-doc"]
+
 def _passage(n: int, doc: str, text: str) -> Passage:
     return Passage(n, _hit(doc, 1.0, text), DocInfo(doc, f"/{doc}", doc))
 

@@ -8,7 +8,8 @@ numerically part by part ("1.10" > "1.9"), falling back to text.
 
 Authority: the ``authority`` tag, a number or a named level from ``authority_levels``; a hit's score is
 multiplied by ``1 + authority_boost × level / max_level`` and the hits are re-sorted, so a more
-authoritative source wins a near tie but cannot lift an irrelevant passage over a relevant one.
+authoritative source wins a near tie but cannot lift an irrelevant passage over a relevant one. Like versions,
+authority compares documents of one tenant: another tenant's hits keep their places (issue 32).
 """
 
 from __future__ import annotations
@@ -71,14 +72,22 @@ def authority_level(tags: Mapping[str, str], tag: str, levels: Mapping[str, floa
 
 def apply_authority(hits: Sequence[Hit], docs: Mapping[str, DocInfo], tag: str, levels: Mapping[str, float],
                     boost: float) -> tuple[list[Hit], int]:
-    """Hits re-sorted with the authority boost; also returns how many hits changed position."""
+    """Hits re-sorted with the authority boost; also returns how many hits changed position. The boost compares
+    documents of one tenant (the ``tenant`` tag; untagged documents are one owner): the places each tenant's hits
+    hold in the search's order stay that tenant's, re-sorted among themselves, so no tenant's tag lifts its
+    documents over another's (issue 32)."""
     top = max([*levels.values(), 1.0])
-    scored = []
+    owners: dict[str, list[tuple[float, int, Hit]]] = defaultdict(list)
     for i, h in enumerate(hits):
         doc = docs.get(h.chunk.doc_id)
         level = authority_level(doc.tags, tag, levels) if doc else None
         factor = 1.0 + boost * max(0.0, min(level, top)) / top if level is not None else 1.0
-        scored.append((-(h.score * factor), i, replace(h, score=h.score * factor)))
-    scored.sort(key=lambda t: (t[0], t[1]))
-    moved = sum(1 for pos, (_, i, _) in enumerate(scored) if pos != i)
-    return [h for _, _, h in scored], moved
+        owner = str(doc.tags.get(TENANT_TAG, "")) if doc else ""
+        owners[owner].append((-(h.score * factor), i, replace(h, score=h.score * factor)))
+    placed: list[tuple[int, int, Hit]] = []  # (place, original position, hit)
+    for group in owners.values():
+        places = [i for _, i, _ in group]
+        placed += [(place, i, h) for place, (_, i, h) in zip(places, sorted(group, key=lambda t: (t[0], t[1])))]
+    placed.sort(key=lambda t: t[0])
+    moved = sum(1 for place, i, _ in placed if place != i)
+    return [h for _, _, h in placed], moved
