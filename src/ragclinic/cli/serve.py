@@ -60,14 +60,7 @@ def serve_cmd(
     keys = Keys(api_key)
     if not _loopback(host) and not keys.required:
         raise fail(f"--host {host} is not a loopback address: give --api-key KEY (or bind 127.0.0.1)")
-    from ragclinic.server.guard import bind_hosts
-
-    settings = Settings.load(kb, llm=llm)  # the Host names it answers: the setting's, --host's, --allowed-host's
-    hosts = list(dict.fromkeys([*settings.allowed_hosts, *(h.lower() for h in bind_hosts(host, allowed_host))]))
-    if "*" in hosts and not keys.required:  # any Host name answered without a key: DNS rebinding is open again
-        raise fail("allowed host '*' needs --api-key KEY: without keys a page under any name could use this server "
-                   "(name the hosts instead: --allowed-host NAME)")
-    settings = Settings.load(kb, llm=llm, allowed_hosts=hosts)
+    settings = Settings.load(kb, llm=llm, allowed_hosts=_hosts(Settings.load(kb, llm=llm), host, allowed_host, keys))
     if ray:
         return _serve_on_ray(ray, settings, api_key, replicas, replica_cpus, host, port,
                              {"readers": readers, "max_upload_mb": max_upload_mb, "evals": evals,
@@ -75,8 +68,7 @@ def serve_cmd(
     application = create_app(settings, keys, readers=readers, max_upload_mb=max_upload_mb, evals=evals,
                              otlp_endpoint=otlp_endpoint,
                              on_warning=lambda m: err.print(f"[yellow]warning:[/] {m}"))
-    err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ "
-              f"({'keys required: open http://' + host + ':' + str(port) + '/?api_key=KEY' if keys.required else 'no key: loopback only'}; "
+    err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ ({_access(host, port, keys.required)}; "
               f"pid {_command_pid()})")
     # SIGTERM / Ctrl-C: requests in flight get a few seconds, then the server stops (a long upload or question
     # no longer holds the process — its worker threads are daemons and end with it)
@@ -85,6 +77,21 @@ def serve_cmd(
 
 
 SHUTDOWN_GRACE_S = 5
+
+
+def _hosts(settings, host: str, allowed_host: List[str], keys) -> list[str]:
+    """The Host names the server answers: the setting's, --host's (unless a wildcard) and each --allowed-host."""
+    from ragclinic.server.guard import bind_hosts
+
+    hosts = list(dict.fromkeys([*settings.allowed_hosts, *(h.lower() for h in bind_hosts(host, allowed_host))]))
+    if "*" in hosts and not keys.required:  # any Host name answered without a key: DNS rebinding is open again
+        raise fail("allowed host '*' needs --api-key KEY: without keys a page under any name could use this server "
+                   "(name the hosts instead: --allowed-host NAME)")
+    return hosts
+
+
+def _access(host: str, port: int, keyed: bool) -> str:
+    return f"keys required: open http://{host}:{port}/?api_key=KEY" if keyed else "no key: loopback only"
 
 
 def _command_pid() -> int:
