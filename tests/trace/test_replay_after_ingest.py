@@ -21,7 +21,7 @@ QUESTIONS = ("What are the main risks discussed across these reports?",
 
 def _echo(messages) -> str:
     """Cites every passage it is shown: a prompt with one more passage is another call."""
-    ns = re.findall(r"Passage \[(\d+)\]", messages[-1].content)
+    ns = re.findall(r"^\[(\d+)\]", messages[-1].content, re.M)
     return " ".join(f"Point {n} [{n}]." for n in ns) or "The documents do not say."
 
 

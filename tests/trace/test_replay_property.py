@@ -30,7 +30,7 @@ QUESTIONS = [
     "Where did the cat sit, and what does duration measure?", "Who won the 1998 chess olympiad?",
     "unicorn tax rate?", "rate",
 ]
-_PASSAGE = re.compile(r"Passage \[(\d+)\][^\n]*\n(.+?)(?=\n\nPassage \[|\n\nQuestion:|\Z)", re.S)
+_PASSAGE = re.compile(r"^\[(\d+)\](?: \([^\n]*?\))? (.+)$", re.M)  # "[n] (Title) text", one line a passage
 
 
 def _reply(messages) -> str:

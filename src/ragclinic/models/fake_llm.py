@@ -20,6 +20,7 @@ class ScriptedLanguageModel:
                  rules: Sequence[tuple[str, Reply]] = (), yes_prob: float | Callable[[Sequence[Message]], float] = 0.5):
         self.replies, self.rules, self.yes_prob = list(replies), list(rules), yes_prob
         self.calls: list[tuple[str, list[Message]]] = []  # ("chat" | "probs", messages)
+        self.schemas: list[dict | None] = []  # each chat call's JSON schema (None: free text)
         self._next = 0
 
     def _reply(self, messages: Sequence[Message]) -> str:
@@ -32,8 +33,9 @@ class ScriptedLanguageModel:
         return reply(messages) if callable(reply) else reply
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         self.calls.append(("chat", list(messages)))
+        self.schemas.append(schema)
         words = self._reply(messages).split(" ")
         finish = "length" if len(words) > max_tokens else "stop"
         text = " ".join(words[:max_tokens])
@@ -74,7 +76,7 @@ class PacedLanguageModel(ScriptedLanguageModel):
             os.kill(os.getpid(), getattr(signal, self.crash_signal))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         import time
 
         self._maybe_crash("chat")
@@ -84,7 +86,7 @@ class PacedLanguageModel(ScriptedLanguageModel):
             if on_token:
                 on_token(piece)
 
-        return super().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=paced)
+        return super().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=paced, schema=schema)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self._maybe_crash("probs")

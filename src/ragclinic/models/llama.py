@@ -8,6 +8,7 @@ the GGUF; greedy decoding at temperature 0; ``n_threads`` = cores unless set.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -54,7 +55,8 @@ class LlamaModel:
         self.model_id = f"{spec.name}:{spec.sha256[:12]}"
         self._lock = threading.Lock()  # one llama context serves one call at a time
         self._memo: OrderedDict[tuple, object] = OrderedDict()
-        self._memo_lock = threading.Lock()  # not the call lock: a recall need not wait for a running call
+        self._memo_lock = threading.Lock()
+        self._grammars: dict[str, object] = {}  # not the call lock: a recall need not wait for a running call
         self.memo_hits = 0
         self.prefix_hits = self.prefix_tokens_reused = 0  # system turns reused from the KV cache (see _prime)
         self.prefix_cache = getattr(settings, "llm_prefix_cache", True)
@@ -83,13 +85,13 @@ class LlamaModel:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         prompt = self._prompt(messages)
         n_prompt = self.count_tokens(prompt)
         if n_prompt + max_tokens > self._llm.n_ctx():
             raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
                              f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
-        key = ("chat", prompt, max_tokens)
+        key = ("chat", prompt, max_tokens, json.dumps(schema, sort_keys=True) if schema else "")
         if temperature == 0 and (hit := self._recall(key)) is not None:
             if on_token and hit.text:
                 on_token(hit.text)
@@ -98,7 +100,7 @@ class LlamaModel:
             tokens, reused = self._prime(messages, prompt)  # see _fresh_state
             stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
                                                  top_k=1 if temperature == 0 else 40, stop=self._stop,
-                                                 stream=True)
+                                                 stream=True, grammar=self._grammar(schema))
             pieces, finish = [], "stop"
             for part in stream:
                 choice = part["choices"][0]
@@ -112,6 +114,20 @@ class LlamaModel:
         if temperature == 0:
             self._keep(key, done)
         return done
+
+    def _grammar(self, schema: dict | None):
+        """llama.cpp's grammar for ``schema`` (llama-cpp-python converts a JSON schema to GBNF), built once."""
+        if not schema:
+            return None
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            try:
+                self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            except (ValueError, RuntimeError) as e:
+                raise ModelError(f"cannot build a grammar from the JSON schema {key[:200]}: {e}") from e
+        return self._grammars[key]
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         prompt = self._prompt(messages)

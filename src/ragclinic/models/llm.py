@@ -35,8 +35,9 @@ class LanguageModel(Protocol):
     model_id: str
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
-        """The model's reply; ``on_token`` receives each piece of text as it is generated."""
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+        """The model's reply; ``on_token`` receives each piece of text as it is generated. ``schema``: a JSON
+        schema the reply must follow (a grammar locally, ``response_format`` over a server); None: free text."""
         ...
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

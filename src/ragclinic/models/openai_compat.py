@@ -23,6 +23,7 @@ class OpenAIModel:
                                    timeout=settings.openai_timeout, max_retries=settings.openai_max_retries)
         self._client = client
         self._model = settings.openai_model
+        self.schema_refused = ""  # why the server refused response_format (then the prompt alone asks for JSON)
         self.model_id = f"openai:{settings.openai_model}@{settings.openai_base_url or 'api.openai.com'}"
 
     def _call(self, **kwargs):
@@ -34,16 +35,33 @@ class OpenAIModel:
             raise ModelError(f"{self.model_id}: {e}") from e
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         msgs = [{"role": m.role, "content": m.content} for m in messages]
+        extra = self._response_format(schema)
+        try:
+            return self._chat(msgs, max_tokens, temperature, on_token, extra)
+        except ModelError as e:
+            if not extra or not _refused_format(e):
+                raise
+            # the server does not take response_format: the prompt asks for the JSON, and the reply is read as such
+            self.schema_refused = str(e)[:200]
+            return self._chat(msgs, max_tokens, temperature, on_token, {})
+
+    def _response_format(self, schema: dict | None) -> dict:
+        if not schema or self.schema_refused:
+            return {}
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "answer", "schema": schema, "strict": True}}}
+
+    def _chat(self, msgs, max_tokens: int, temperature: float, on_token, extra: dict) -> Completion:
         if on_token is None:
-            r = self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature)
+            r = self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, **extra)
             usage = r.usage
             return Completion(r.choices[0].message.content or "", getattr(usage, "prompt_tokens", 0) or 0,
                               getattr(usage, "completion_tokens", 0) or 0, r.choices[0].finish_reason or "stop")
         pieces, finish, usage = [], "stop", None
         for part in self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, stream=True,
-                               stream_options={"include_usage": True}):
+                               stream_options={"include_usage": True}, **extra):
             if part.choices:
                 delta = part.choices[0].delta.content or ""
                 if delta:
@@ -68,3 +86,10 @@ class OpenAIModel:
                     mass[c] += math.exp(top.logprob)
         total = sum(mass.values())
         return {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
+
+
+def _refused_format(error: ModelError) -> bool:
+    """The server rejected the request because of ``response_format`` (a 400/422 naming it, or an unknown field)."""
+    text = str(error).lower()
+    return any(w in text for w in ("response_format", "json_schema", "response format", "unrecognized request argument",
+                                   "extra inputs are not permitted", "not supported"))

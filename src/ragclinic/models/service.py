@@ -220,10 +220,10 @@ class ServiceModel:
         self.model_id = service.start()["model_id"]
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         text, prompt, completion, finish, *reused = self.service.call(
             {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
-             "stream": on_token is not None}, on_token)
+             "stream": on_token is not None, "schema": schema}, on_token)
         return Completion(text, prompt, completion, finish, reused[0] if reused else 0)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

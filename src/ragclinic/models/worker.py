@@ -5,7 +5,7 @@ protocol is one JSON object per line: requests on stdin, replies on the original
 stderr once the protocol has its own copy, so nothing native can print into the protocol).
 
 - ``{"op": "load", "name", "settings", "options"}`` → ``{"ok", "model_id", "backend", "seconds"}``
-- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream"}`` → ``{"token"}``... ``{"ok", "result"}``
+- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream", "schema"}`` → ``{"token"}``... ``{"ok", "result"}``
 - ``{"op": "probs", "messages", "candidates"}`` / ``{"op": "count", "text"}`` → ``{"ok", "result"}``
 - ``{"op": "quit"}``; end of stdin (the parent died) ends the worker too.
 
@@ -56,7 +56,7 @@ def answer(model: LanguageModel, req: dict, on_token=None):
     if op == "chat":
         done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
                                       temperature=req.get("temperature", 0.0),
-                                      on_token=on_token if req.get("stream") else None)
+                                      on_token=on_token if req.get("stream") else None, schema=req.get("schema"))
         return [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
     if op == "probs":
         return model.next_token_probs(_messages(req["messages"]), req["candidates"])

@@ -14,10 +14,9 @@ from ragclinic.pipeline.gate import decide
 from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
 from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Draft
-from ragclinic.pipeline.generate.citations import attribute_citations, declines, recite
-from ragclinic.pipeline.generate.citations import answer_sentences
-from ragclinic.pipeline.generate.phrasing import rewrite as rewrite_source_talk
-from ragclinic.pipeline.generate.phrasing import tidy_citations
+from ragclinic.pipeline.generate.citations import check_items, declines
+from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
+from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.gate.qtype import classify_rules
 from ragclinic.pipeline.reason import causal
@@ -163,14 +162,16 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         generator = "template"
         if ctx.on_token:
             ctx.on_token(text)
-    claims = check_claims(text, passages, ctx.judge, s, q) if d.route == "answer" else []
+    claims = _claims(ctx, state, drafts, text, passages) if d.route == "answer" else []
     route, unbacked = d.route, {}
     if route == "answer" and _unbacked(claims, ctx.judge):
         text, generator, route, claims, unbacked = _retry_unsupported(ctx, state, text, generator, claims, drafts,
                                                                        flags)
-    if route == "answer" and not claims and declines(text):
+    if route == "answer" and not claims and _declined(drafts, text):
         text, generator, route, claims, declined = _retry_declined(ctx, state, text, generator, drafts, flags)
         unbacked = declined or unbacked
+    if route == "answer" and (broken := broken_constraints(q, claims, passages)):
+        text, generator, route, claims = _constraint_retry(ctx, state, broken, drafts, flags)
     if route == "answer" and d.question_type == "causal":
         text, claims = _causal_direction(ctx, state, text, claims, flags)
     if route == "answer" and d.path in ("global", "mixed") and generator != "extractive":
@@ -290,6 +291,26 @@ def _retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, 
     return text, "template", "refuse", [], unbacked
 
 
+def _constraint_retry(ctx, state: AskState, broken, drafts: list[Draft], flags: list[str]):
+    """The answer breaks a year or ordinal the question asks about (generate/constraint_check.py): answer again from
+    the passages that have the asked value, else refuse and say which value the documents give.
+    (text, generator, route, claims)."""
+    q = state.request.question
+    note = "; ".join(dict.fromkeys(b.describe() for b in broken))
+    good = matching_passages(q, state.passages, broken) if state.draft is None else ()
+    again = _again(ctx, state, good, drafts, 0, "the question asks about another year") if good else None
+    if again and not broken_constraints(q, again[2], good):
+        text, generator, claims, extra = again
+        flags += extra + [f"constraint_regenerated: {note}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in good)}"]
+        return text, generator, "answer", claims
+    text = constraint_refusal(q, broken)
+    flags.append(f"constraint_refused: {note}")
+    if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+        ctx.on_token(f"\n{text}")
+    return text, "template", "refuse", []
+
+
 def _retry_declined(ctx, state: AskState, text: str, generator: str, drafts: list[Draft], flags: list[str]):
     """The model said the documents do not say. When the verifier is sure a passage answers, ask once more from
     the verified passages, most sufficient first (the 1.5B model declines multi-hop questions that the same
@@ -309,9 +330,9 @@ def _retry_declined(ctx, state: AskState, text: str, generator: str, drafts: lis
 
 
 def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft]) -> tuple[str, str]:
-    """The answer over ``passages`` (or the treatment's rewrite), tidied: source talk rephrased, citations
-    placed; what was changed is appended to ``flags``."""
-    q, d, s, r = state.request.question, state.decision, ctx.settings, state.request
+    """The answer over ``passages`` (or the treatment's rewrite); a model's answer is rendered from the structure it
+    filled (generate/structured.py), so nothing is rephrased or re-cited here."""
+    q, d, r = state.request.question, state.decision, state.request
     if state.draft is not None:  # a treatment rewrote the answer: check it, do not generate
         draft = Draft(state.draft, "doctor")
         if ctx.on_token:
@@ -322,19 +343,28 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
                                                      r.show_relevance, r.prompt_variant,
                                                      shown.excerpts if shown else None), ctx.on_token)
     drafts.append(draft)
-    text = tidy_citations(draft.text)
-    text, rephrased = rewrite_source_talk(text, answer_sentences, {p.n for p in passages})
-    if rephrased:
-        flags.append(f"rephrased: {rephrased} sentence(s) that talked about the passages now state the claim")
-    text, attributed = attribute_citations(text, passages, s.claim_lexical_threshold)
-    if attributed:
-        flags.append(f"citations_attributed: {attributed} uncited sentence(s) cited by word overlap")
-    text, moved = recite(text, passages, ctx.judge, q)
-    if moved:
-        flags.append(f"citations_corrected: {moved} sentence(s) re-cited to the passage that states them")
+    if draft.reply_form == "text":
+        flags.append("reply_not_structured: the model's reply was not the answer schema; read as one claim")
     if draft.finish_reason == "length":
         flags.append("truncated: the answer hit llm_max_tokens")
-    return text, draft.generator
+    return draft.text, draft.generator
+
+
+def _claims(ctx, state: AskState, drafts: list[Draft], text: str, passages) -> list:
+    """The answer's claims: a structured draft's items, else the sentences of the text the system wrote."""
+    draft = drafts[-1] if drafts else None
+    q = state.request.question
+    if draft is not None and draft.items is not None:
+        return check_items(draft.items, passages, ctx.judge, ctx.settings, q) if draft.status != "not_in_documents" else []
+    return check_claims(text, passages, ctx.judge, ctx.settings, q)
+
+
+def _declined(drafts: list[Draft], text: str) -> bool:
+    """The model said the passages do not hold the answer (a structured draft's status, else its words)."""
+    draft = drafts[-1] if drafts else None
+    if draft is not None and draft.items is not None:
+        return draft.status == "not_in_documents"
+    return declines(text)
 
 
 def _selection(ctx, state: AskState, passages):
@@ -365,8 +395,8 @@ def _again(ctx, state: AskState, passages, drafts: list[Draft], variant: int, wh
     extra: list[str] = []
     st = replace(state, request=replace(state.request, prompt_variant=variant)) if variant else state
     text, generator = _drafted(ctx, st, passages, extra, drafts)
-    claims = check_claims(text, passages, ctx.judge, ctx.settings, state.request.question)
-    if any(c.verdict in ("supported", "uncited") for c in claims) and not declines(text):
+    claims = _claims(ctx, st, drafts, text, passages)
+    if any(c.verdict in ("supported", "uncited") for c in claims) and not _declined(drafts, text):
         return text, generator, claims, extra
     return None
 

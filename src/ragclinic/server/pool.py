@@ -62,9 +62,10 @@ class QueuedModel:
                 self.gauge.set(self._depth)
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         with self._queued():
-            return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
+            return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
+                                schema=schema)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         with self._queued():

@@ -53,8 +53,10 @@ class RecordingModel:
         return q.popleft() if q else None
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         params = {"max_tokens": max_tokens, "temperature": temperature}
+        if schema:  # only then: the keys of free-text calls recorded before schemas existed stay the same
+            params["schema"] = schema
         key = call_key("chat", messages, params)
         t0 = time.perf_counter()
         if (old := self._take(key)) is not None:
@@ -63,7 +65,8 @@ class RecordingModel:
             done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop", old.prompt_tokens)
             model_id = old.model_id
         else:
-            done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
+            done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
+                                     schema=schema)
             model_id = self.lm.model_id
         self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
                       prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,

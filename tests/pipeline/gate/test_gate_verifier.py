@@ -69,7 +69,7 @@ def test_an_unsupported_answer_is_answered_again_from_the_verified_passages(tmp_
         import re
 
         prompt = messages[-1].content
-        nums = {name: next((m.group(1) for m in re.finditer(r"Passage \[(\d+)\][^\n]*:\n([^\n]*)", prompt)
+        nums = {name: next((m.group(1) for m in re.finditer(r"^\[(\d+)\]([^\n]*)", prompt, re.M)
                             if name in m.group(2)), "9") for name in ("Gurnah", "Ernaux")}
         replies.append(prompt)
         return (first if len(replies) == 1 else again).format(n21=nums["Gurnah"], n22=nums["Ernaux"])
@@ -91,8 +91,8 @@ def test_a_decline_over_a_passage_the_verifier_is_sure_of_is_answered_again(tmp_
     state, trace = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
     assert state.answer.route == "answer" and "Gurnah" in state.answer.text
     assert any(f.startswith("answer_regenerated: the model said") for f in state.answer.flags)
-    assert "Read the passages from the most relevant one" in lm.calls[-1][1][0].content  # variant 2
-    assert trace.span("generate").outputs["unsupported_draft"]["text"] == "The documents do not say."
+    assert "Read the sources from the most relevant one" in lm.calls[-1][1][0].content  # variant 2
+    assert trace.span("generate").outputs["unsupported_draft"]["text"].startswith("I can't answer this")
 
 
 def test_a_decline_stays_a_refusal_when_the_verifier_is_not_sure(tmp_path):

@@ -57,7 +57,7 @@ def test_passages_the_verifier_rules_out_are_dropped_but_never_the_best_or_a_con
     assert select_context("q?", ps, threshold=None).dropped == ()
     msgs = build_messages(GenerateInput("What is the coupon?", tuple(ps), GateDecision("answer", "factual", 0.9, ""),
                                         excerpts=sel.excerpts))
-    assert "Passage [3]" not in msgs[1].content and "Passage [5] (Doc 5):\nIn a conflict." in msgs[1].content
+    assert "[3]" not in msgs[1].content and "[5] (Doc 5) In a conflict." in msgs[1].content
     assert "ladder" not in msgs[1].content
 
 
@@ -70,8 +70,8 @@ def test_the_pipeline_shows_the_selection_and_keeps_citations_on_the_right_chunk
     prompt = next(m for kind, m in lm.calls if kind == "chat")[-1].content
     assert ctx["chars_shown"] < ctx["chars_full"] and "ladder" not in prompt
     for n, text in ctx["shown"].items():
-        assert f"Passage [{n}]" in prompt and text in prompt
-    assert all(f"Passage [{n}]" not in prompt for n in ctx["dropped"])
+        assert f"\n[{n}] " in prompt and text in prompt
+    assert all(f"\n[{n}] " not in prompt for n in ctx["dropped"])
     whole = {p["n"]: p for p in trace.span("gate").outputs["passages"]}
     assert any("ladder" in str(p) for p in whole.values())  # the trace keeps the passages whole
     assert all(c.chunk_id == next(p.chunk.id for p in state.passages if p.n == c.n) for c in state.answer.citations)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragclinic.models.llm import TokenCallback
+from ragclinic.pipeline.generate.structured import Item
 from ragclinic.registry import Registry
 from ragclinic.types import Conflict, GateDecision, Passage
 
@@ -25,11 +26,15 @@ class GenerateInput:
 
 @dataclass(frozen=True)
 class Draft:
-    text: str
+    text: str  # what the user reads
     generator: str  # model id or "extractive"
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = "stop"
+    # a structured answer (generate/structured.py): its claims and status; None = the claims are read from ``text``
+    items: tuple[Item, ...] | None = None
+    status: str = "answered"  # "answered", "not_in_documents", "conflict"
+    reply_form: str = ""  # "json": the model followed the schema; "text": a free-text reply read as one item
 
 
 class Generator(Protocol):

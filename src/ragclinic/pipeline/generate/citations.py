@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.text.lang import detect_language, is_cjk
+from ragclinic.text.lang import detect_language
 from ragclinic.text.support import content_terms, lexical_support
 from ragclinic.types import Claim, Passage
 from ragclinic.verify import cheap, task_threshold
 from ragclinic.verify.answer_check import backing
+from ragclinic.pipeline.generate.structured import Item
 from ragclinic.verify.base import judge_text
 
 CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
@@ -88,88 +89,6 @@ def answer_sentences(text: str) -> list[str]:
     return out
 
 
-def _edit_sentences(answer: str, edit) -> tuple[str, int]:
-    """``answer`` with each sentence replaced by ``edit(sentence, end)`` when that returns a new one (``end``: where
-    the sentence ends in ``answer``); the text between sentences is kept as it is. (the answer, how many changed)."""
-    out, changed, pos = [], 0, 0
-    for sent in answer_sentences(answer):
-        at = answer.find(sent, pos)
-        if at < 0:
-            return answer, 0  # the sentence splitter changed the text: leave the answer as it was
-        out.append(answer[pos:at])
-        pos = at + len(sent)
-        new = edit(sent, pos)
-        if new is not None and new != sent:
-            sent, changed = new, changed + 1
-        out.append(sent)
-    out.append(answer[pos:])
-    return "".join(out), changed
-
-
-def attribute_citations(answer: str, passages: Sequence[Passage], threshold: float) -> tuple[str, int]:
-    """Append [n] to each uncited claim sentence that one passage supports by words and numbers (≥ threshold).
-
-    Small models often answer correctly but forget to cite; the attribution is exact (lexical), counted and
-    flagged, and a sentence no passage supports stays uncited — and so stays visible to the checks.
-    """
-    def cite(sent: str, end: int) -> str | None:
-        bare = sent.strip()
-        # the split fell inside a token ("vec!macro"): leave it (a CJK sentence is never followed by a space)
-        glued = end < len(answer) and answer[end].isascii() and (answer[end].isalnum() or answer[end] in "_{`")
-        if glued or CITE.search(bare) or not content_terms(bare) or _SILENCE.search(bare) or not passages:
-            return None
-        score, best = max(((lexical_support(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0])
-        if score < threshold:
-            return None
-        core = bare.rstrip(".。!！?？")
-        space = "" if core and is_cjk(core[-1]) else " "
-        return f"{core}{space}[{best}]{bare[len(core):]}"
-
-    return _edit_sentences(answer, cite)
-
-
-def recite(answer: str, passages: Sequence[Passage], verifier, question: str = "") -> tuple[str, int]:
-    """Move a sentence's [n] to the passage that states it, when the passages it cites neither support nor
-    contradict it and another passage supports it (the best-supported one is cited; the small model often names
-    the wrong passage number: "根据第4段" for what [3] says). Only with a cheap verifier; a conflict statement is
-    left as it is. (the answer, how many sentences were re-cited)."""
-    if not cheap(verifier) or len(passages) < 2:
-        return answer, 0
-    by_n = {p.n: p for p in passages}
-
-    def move(sent: str, _end: int) -> str | None:
-        cited = tuple(dict.fromkeys(parse_citations(sent)))
-        bare = CITE.sub("", sent).strip()
-        if not (cited and all(n in by_n for n in cited) and not _CONFLICT.match(sent) and content_terms(bare)
-                and not _SILENCE.search(bare) and not _FILLER.search(sent)):
-            return None
-        to = _better_source(verifier, bare, [by_n[n] for n in cited], [p for p in passages if p.n not in cited],
-                            question)
-        if to is None:
-            return None
-        first = CITE.search(sent)
-        return sent[:first.start()] + f"[{to.n}]" + re.sub(r"\s*" + CITE.pattern, "", sent[first.end():])
-
-    return _edit_sentences(answer, move)
-
-
-def _better_source(verifier, claim: str, cited: Sequence[Passage], others: Sequence[Passage], question: str):
-    """The best uncited passage that states ``claim`` as an answer to ``question`` (the answer check: it has the
-    claim's answer part and what the question asks about; the verifier's support alone when there is no
-    question) when none of ``cited`` supports or contradicts it, else None. Stricter than the claim check: moving
-    a citation is an edit the model did not make, and a claim from the right passage that does not answer the
-    question ("the 4th election's nominating camps" for "who was the 4th chief executive") is not moved."""
-    if not others or _verified(verifier, claim, cited, question)[0] != "unsupported":
-        return None
-    if question:
-        backers = [p for p in others if backing(question, claim, p.chunk.text).backed]
-    else:
-        backers = [p for p in others if _verified(verifier, claim, [p], question)[0] == "supported"]
-    if not backers:
-        return None
-    return max(backers, key=lambda p: verifier.judge("support", p.chunk.text, judge_text(claim, question)))
-
-
 def _claim_sentences(answer: str) -> list[str]:
     out = []
     for sent in answer_sentences(answer):
@@ -182,15 +101,28 @@ def _claim_sentences(answer: str) -> list[str]:
 
 def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, settings, question: str = ""
                  ) -> list[Claim]:
+    """The claims of a text the system wrote (the extractive answer, a treatment's draft, the tools' answer): one
+    a sentence, its [n] marks as its citations; sentences that only say the documents are silent are skipped."""
+    items = []
+    for sent in _claim_sentences(answer):
+        bare = CITE.sub("", sent).strip()
+        if content_terms(bare) and not _SILENCE.search(bare) and not _FILLER.search(sent):
+            items.append(Item(bare, tuple(dict.fromkeys(parse_citations(sent)))))
+    return check_items(items, passages, judge, settings, question)
+
+
+def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge | None, settings,
+                question: str = "") -> list[Claim]:
+    """Each claim against the passages it cites (all passages when it cites none): supported, unsupported,
+    contradicted, uncited (supported but not cited) or invalid_citation (a number no passage has)."""
     by_n = {p.n: p for p in passages}
     # the 1.5B judge is asked only about claims word overlap doubts, within a budget; a cheap verifier decides
     # every claim (word overlap cannot see a claim built from the passage's words about another event)
     judge_budget = settings.claim_judge_max if is_model_judge(judge) else 0
     claims = []
-    for sent in _claim_sentences(answer):
-        cited = tuple(dict.fromkeys(parse_citations(sent)))
-        bare = CITE.sub("", sent).strip()
-        if not content_terms(bare) or _SILENCE.search(bare) or _FILLER.search(sent):
+    for item in items:
+        bare, cited = item.text, tuple(dict.fromkeys(item.evidence))
+        if not bare.strip():
             continue
         if any(n not in by_n for n in cited):
             bad = [n for n in cited if n not in by_n]

@@ -1,10 +1,13 @@
-"""The language-model generator (streams tokens when asked)."""
+"""The language-model generator: the model fills the answer schema (generate/structured.py); the answer the user
+reads is rendered from it, and streams as the model writes its text field."""
 
 from __future__ import annotations
 
 from ragclinic.models.llm import LanguageModel, TokenCallback
+from ragclinic.pipeline.gate.templates import render as template
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput
-from ragclinic.pipeline.generate.prompt import build_messages
+from ragclinic.pipeline.generate.prompt import build_messages, is_zh
+from ragclinic.pipeline.generate.structured import SCHEMAS, FieldStream, parse_reply, render, schema_kind
 
 
 @GENERATORS.register("llm")
@@ -15,7 +18,19 @@ class LLMGenerator:
         self.lm, self.max_tokens, self.temperature = lm, max_tokens, temperature
 
     def generate(self, inp: GenerateInput, on_token: TokenCallback | None = None) -> Draft:
-        done = self.lm.chat(build_messages(inp), max_tokens=self.max_tokens, temperature=self.temperature,
-                            on_token=on_token)
-        return Draft(done.text.strip(), self.lm.model_id, done.prompt_tokens, done.completion_tokens,
-                     done.finish_reason)
+        d = inp.decision
+        kind = schema_kind(d.question_type, d.path, len(inp.sub_questions), len(inp.conflicts))
+        zh = is_zh(inp.question)
+        stream = FieldStream(on_token, zh) if on_token else None
+        done = self.lm.chat(build_messages(inp, kind), max_tokens=self.max_tokens, temperature=self.temperature,
+                            on_token=stream, schema=SCHEMAS[kind])
+        reply = parse_reply(done.text, kind)
+        valid = {p.n for p in inp.passages}
+        if reply.status == "not_in_documents":
+            text = template("no_evidence", inp.question)
+        else:
+            text = render(reply, zh, numbered=d.question_type == "how-to", valid=valid)
+        if stream is not None:
+            stream.finish(text)
+        return Draft(text, self.lm.model_id, done.prompt_tokens, done.completion_tokens, done.finish_reason,
+                     items=reply.items, status=reply.status, reply_form=reply.form)

@@ -1,0 +1,97 @@
+"""An answer that breaks the question's year or ordinal is answered again from a passage that matches, or refused
+with the reason — never returned as it is ("the 2021 NBA Draft … November 18, 2020")."""
+
+from __future__ import annotations
+
+import re
+
+from helpers import build_kb
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages, refusal_reason
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
+
+D2020 = "The 2020 NBA Draft was held on Wednesday, November 18, 2020, after the pandemic delayed the season."
+D2021 = "The 2021 NBA Draft was held on July 29, 2021, at the Barclays Center in Brooklyn."
+
+
+def _p(n: int, text: str) -> Passage:
+    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, "en", 20, 0)
+    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
+
+
+def _claim(text: str, *cited: int) -> Claim:
+    return Claim(text, cited, "supported", 0.9, "", "test")
+
+
+def test_an_answer_naming_another_year_from_another_years_passage_is_broken():
+    ps = [_p(1, D2020), _p(2, D2021)]
+    q = "When was the 2021 NBA Draft?"
+    broken = broken_constraints(q, [_claim("Wednesday, November 18, 2020", 1)], ps)
+    assert len(broken) == 1 and broken[0].others == ("2020",)
+    assert matching_passages(q, ps, broken) == (ps[1],)
+    assert "2020" in refusal_reason(q, broken) and "2021" in refusal_reason(q, broken)
+
+
+def test_a_short_answer_resting_on_another_years_passage_is_broken_too():
+    ps = [_p(1, "The 2019 championship was won by the Toronto Raptors.")]
+    assert broken_constraints("Who won the 2022 championship?", [_claim("The Toronto Raptors", 1)], ps)
+
+
+def test_answers_that_keep_the_constraint_are_not_broken():
+    ps = [_p(1, D2020), _p(2, D2021)]
+    q = "When was the 2021 NBA Draft?"
+    assert broken_constraints(q, [_claim("July 29, 2021", 2)], ps) == []
+    # another year named beside the asked one, from a passage that has the asked one
+    assert broken_constraints(q, [_claim("July 29, 2021, a year after the 2020 draft", 2)], ps) == []
+    # a question without a year or ordinal has nothing to break
+    assert broken_constraints("When was the NBA Draft?", [_claim("November 18, 2020", 1)], ps) == []
+    # a passage that does not mention years at all does not contradict
+    ps3 = [_p(3, "The draft was held in Brooklyn.")]
+    assert broken_constraints(q, [_claim("In Brooklyn", 3)], ps3) == []
+
+
+def test_ordinals_in_both_languages():
+    ps = [_p(1, "第五届立法会于2012年选出，共70个议席。")]
+    q = "第六届立法会有多少个议席？"
+    assert broken_constraints(q, [_claim("70个议席", 1)], ps)
+    assert "第六届" in refusal_reason(q, broken_constraints(q, [_claim("70个议席", 1)], ps))
+
+
+def _cite(name: str, reply: str):
+    """A fake model that answers with ``reply`` citing the passage whose line holds ``name``."""
+    def answer(messages):
+        prompt = messages[-1].content
+        n = next((m.group(1) for m in re.finditer(r"^\[(\d+)\]([^\n]*)", prompt, re.M) if name in m.group(2)), "1")
+        return reply.replace("N", n)
+    return answer
+
+
+def test_the_pipeline_answers_again_from_the_passage_with_the_asked_year(tmp_path):
+    kb = build_kb(tmp_path, {"draft2020.md": "# Draft 2020\n\n" + D2020 + "\n",
+                             "draft2021.md": "# Draft 2021\n\n" + D2021 + "\n"})
+    calls = []
+
+    def model(messages):
+        calls.append(messages[-1].content)
+        if len(calls) == 1:
+            return _cite("November", '{"status": "answered", "answer": "Wednesday, November 18, 2020", "evidence": [N]}')(messages)
+        return _cite("July", '{"status": "answered", "answer": "July 29, 2021", "evidence": [N]}')(messages)
+
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([model], yes_prob=0.9)).ask("When was the 2021 NBA Draft held?")
+    a = state.answer
+    assert a.route == "answer" and a.text.startswith("July 29, 2021 [") and "2020" not in a.text
+    assert any(f.startswith("constraint_regenerated:") for f in a.flags)
+    assert "November" not in calls[1]  # the second prompt holds only the passage with the asked year
+    kb.close()
+
+
+def test_the_pipeline_refuses_with_the_reason_when_no_passage_has_the_asked_year(tmp_path):
+    kb = build_kb(tmp_path, {"draft2020.md": "# Draft 2020\n\n" + D2020 + "\n"})
+    model = _cite("November", '{"status": "answered", "answer": "Wednesday, November 18, 2020", "evidence": [N]}')
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([model], yes_prob=0.9)).ask("When was the 2021 NBA Draft held?")
+    a = state.answer
+    assert a.refused and a.route == "refuse"
+    assert a.text == "The documents give 2020 for this; the question asks about 2021."
+    assert any(f.startswith("constraint_refused:") for f in a.flags)
+    kb.close()
