@@ -305,8 +305,11 @@ def _table(result: dict) -> None:
     for arm in metrics:
         t.add_column(arm, justify="right")
     names = list(dict.fromkeys(k for m in metrics.values() for k in m))
+    from ragclinic.eval.report import count_text
+
     for k in names:
-        t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else str(m.get(k, "—")) for m in metrics.values()))
+        t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else count_text(m[k]) if isinstance(m.get(k), dict)
+                       else str(m.get(k, "—")) for m in metrics.values()))
     out.print(t)
     deltas = [("delta", result.get("delta", {}))]
     deltas += [(f"{arm} − naive", d) for arm, d in result.get("delta_vs_naive", {}).items()]

@@ -50,6 +50,7 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         md += _delta_table(f"delta ({arm} − naive peer)", delta)
     if "faults" in result:
         md += _fault_tables(result["faults"])
+    md += _examples_section(metrics)
     diagnosis = folder / "diagnosis.json"
     if diagnosis.is_file():  # written by `ragclinic diagnose --from-eval FOLDER`
         found = json.loads(diagnosis.read_text(encoding="utf-8"))
@@ -66,6 +67,25 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
     path.write_text("\n".join(md) + "\n", encoding="utf-8")
     write_html(path)
     return path
+
+
+_EXAMPLES = {"answer_form_violations": ("Answers that break the answer form", "what broke it"),
+             "constraint_contradictions": ("Swapped constraints answered with the original value", "swapped")}
+
+
+def _examples_section(metrics: dict[str, dict[str, Any]]) -> list[str]:
+    """The examples of the count metrics (answer form, constraint contradictions), per arm."""
+    md: list[str] = []
+    for name, (title, why) in _EXAMPLES.items():
+        shown = [(arm, ex) for arm, m in metrics.items() if isinstance(m.get(name), dict)
+                 for ex in m[name]["examples"]]
+        if not shown:
+            continue
+        md += ["", f"## {title} (`{name}`, the first few per arm)", "",
+               f"| arm | case | answer | {why} |", "|---|---|---|---|"]
+        md += [f"| {arm} | `{_cell(ex['key'])}` | {_cell(ex['answer'][:120])} | "
+               f"{_cell('; '.join(ex['violations']) if 'violations' in ex else ex['swap'])} |" for arm, ex in shown]
+    return md
 
 
 def _delta_table(title: str, delta: dict[str, Any]) -> list[str]:
@@ -193,5 +213,12 @@ def _mean(xs) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
+def count_text(v: dict[str, Any]) -> str:
+    """A count metric (answer_form_violations, constraint_contradictions) in a table cell: "3 / 40 (0.0750)"."""
+    return f"{v['count']} / {v['of']}" + (f" ({v['rate']:.4f})" if v.get("rate") is not None else "")
+
+
 def _fmt(v) -> str:
+    if isinstance(v, dict) and "count" in v:
+        return count_text(v)
     return f"{v:.4f}" if isinstance(v, float) else "—" if v is None else str(v)

@@ -60,6 +60,11 @@ class QAItem:
     counterfactual: tuple[str, ...] = ()  # passages stating a wrong answer (RGB positive_wrong)
     fake_answers: tuple[str, ...] = ()  # the wrong answer those passages state
     expect_refusal: bool = False
+    # constraint-swap sets (bench/make_constraint_swap.py): what was swapped ("year: 2021 → 2019") in a question
+    # the passages no longer answer (its fake_answers: what they give for the original question), and the half
+    # of the set the item belongs to ("dev" or "heldout")
+    swap: str = ""
+    split: str = ""
 
 
 @dataclass(frozen=True)

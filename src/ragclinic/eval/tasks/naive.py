@@ -3,7 +3,8 @@
 It is the yardstick the pipeline must beat: if it answers better than ragclinic, the pipeline is a
 regression, and its time is what ragclinic's time is compared against. The wording is the one the issue
 tracker fixed (issue 13), in the question's language; a reply containing the refusal phrase counts as a
-refusal. Answers are scored by the same matching as the other arms.
+refusal. Answers are scored by the same matching as the other arms, and their form is checked the same way (the peer
+lists no citations: a "[1]" in its text points at nothing).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.metrics import answer_correct
 from ragclinic.models.llm import LanguageModel, Message
 from ragclinic.text.lang import detect_language
@@ -44,7 +46,7 @@ def naive_arm(lm: LanguageModel, question: str, documents, answers, fake_answers
     ms = (time.perf_counter() - t0) * 1000
     text = done.text.strip()
     no = refused(text)
-    return {"answer": text, "refused": no,
+    return {"answer": text, "refused": no, "form": form_violations({"answer": text, "citations": []}, question),
             "correct": (not no and answer_correct(text, answers)) if answers else False,
             "fake": bool(fake_answers) and answer_correct(text, (fake_answers,)),
             "conflict_stated": any(w in text for w in ("disagree", "conflict", "分歧", "矛盾")),

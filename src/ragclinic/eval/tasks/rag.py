@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.datasets import QAItem
 from ragclinic.eval.metrics import answer_correct, bootstrap_delta
 
 PASSAGES = 5
+EXAMPLES = 5  # answers shown per arm for the form violations and the constraint contradictions
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
                 docs = it.documents[:PASSAGES - n_neg] + it.negatives[:n_neg]
             docs = list(docs)
             rng.shuffle(docs)
-            out.append(Case(f"{it.id}|{s}", it, s, tuple(docs), s == "neg"))
+            out.append(Case(f"{it.id}|{s}", it, s, tuple(docs), s == "neg" or it.expect_refusal))
     return out
 
 
@@ -90,7 +92,10 @@ def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | No
     reused KV prefix or a remembered call) — and the time to the first streamed token."""
     claims = answer.claims
     cited = [c for c in claims if c.cited]
-    return {"answer": answer.text, "refused": answer.refused,
+    shown = {"answer": answer.text, "refused": answer.refused,
+             "citations": [{"n": c.n, "chunk_id": c.chunk_id, "doc_id": c.doc_id, "path": c.path, "title": c.title}
+                           for c in answer.citations]}
+    return {"answer": answer.text, "refused": answer.refused, "form": form_violations(shown, case.asked),
             "correct": (not answer.refused and answer_correct(answer.text, case.item.answers)) if case.item.answers
             else False,
             "fake": bool(case.item.fake_answers) and answer_correct(answer.text, (case.item.fake_answers,)),
@@ -139,7 +144,7 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
         naive = _naive(case, lm)
     row = {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.asked, "kb": "",
            "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
-           "baseline": None, "doctor": None}
+           "baseline": None, "doctor": None, **_item_marks(case.item)}
     if naive is not None:
         row["naive"] = naive
     if "baseline" not in arms and "doctor" not in arms:
@@ -157,6 +162,11 @@ def _naive(case: Case, lm) -> dict[str, Any] | None:
 
         raise DatasetError("the naive arm needs a language model (--llm local or local-small)")
     return naive_arm(lm, case.asked, case.documents, case.item.answers, case.item.fake_answers)
+
+
+def _item_marks(item: QAItem) -> dict[str, Any]:
+    """The row fields of a constraint-swap item: what was swapped, its dev / heldout half."""
+    return {k: v for k, v in (("swap", item.swap), ("split", item.split)) if v}
 
 
 def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
@@ -256,17 +266,49 @@ def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
         "hallucination_rate": round(sum(x["unsupported"] for x in rs) / claims, 4) if claims else None,
         "citation_precision": round(sum(x["cited_ok"] for x in rs) / cited, 4) if cited else None,
         "counterfactual_detection": _share([(not x["fake"]) or x["conflict_stated"] for x in cf]),
+        "answer_form_violations": answer_form(rows, arm),
         "p50_ms": round(statistics.median(x["ms"] for x in rs), 1) if rs else None,
         "lm_calls_per_item": round(statistics.mean(x["lm_calls"] for x in rs), 2) if rs else None,
     }
     for k in ("prompt_tokens", "prompt_evaluated", "ttft_ms"):  # medians where the arm reports them
         if vals := [x[k] for x in rs if x.get(k) is not None]:
             out[f"p50_{k}" if k != "ttft_ms" else "p50_ttft_ms"] = round(statistics.median(vals), 1)
+    if any(r.get("swap") for r in rows):
+        out["constraint_contradictions"] = constraint_contradictions(rows, arm)
     for s in sorted({r["setting"] for r in rows} - {"default", "neg", "counterfactual"}):
         sub = [r[arm] for r in rows if r["setting"] == s and r.get(arm) and not r["expect_refusal"]]
         if sub:
             out[f"accuracy@{s}"] = _share([x["correct"] for x in sub])
     return out
+
+
+def answer_form(rows: list[dict], arm: str) -> dict[str, Any]:
+    """Answers of ``arm`` that break the answer form (eval/answer_form.py): count, share of the arm's answers,
+    and the first few, each with what broke it. Rows from before the check are checked from their text."""
+    bad = []
+    seen = 0
+    for r in rows:
+        if not (x := r.get(arm)):
+            continue
+        seen += 1
+        found = x["form"] if "form" in x else form_violations({"answer": x["answer"]}, r["question"])
+        if found:
+            bad.append({"key": r["key"], "answer": x["answer"][:200], "violations": found})
+    return {"count": len(bad), "rate": round(len(bad) / seen, 4) if seen else None, "of": seen,
+            "examples": bad[:EXAMPLES]}
+
+
+def constraint_contradictions(rows: list[dict], arm: str) -> dict[str, Any]:
+    """Constraint-swapped questions (a year, number, ordinal or name changed to one the passages do not
+    support) that ``arm`` answered with the value the passages give for the original question — the gold answer
+    of its unswapped twin (the item's ``fake_answers``) — instead of refusing. Negative-only cases are left out
+    (their passages do not hold that value); ``refused``: the share of swapped questions refused."""
+    swapped = [(r, r[arm]) for r in rows if r.get("swap") and r.get(arm) and r["setting"] != "neg"]
+    bad = [{"key": r["key"], "swap": r["swap"], "question": r["question"], "answer": x["answer"][:200]}
+           for r, x in swapped if x["fake"] and not x["refused"]]
+    n = len(swapped)
+    return {"count": len(bad), "rate": round(len(bad) / n, 4) if n else None, "of": n,
+            "refused": _share([x["refused"] for _, x in swapped]), "examples": bad[:EXAMPLES]}
 
 
 def ab_delta(rows: list[dict], seed: int = 0, a: str = "baseline", b: str = "doctor") -> dict[str, Any]:
