@@ -37,6 +37,39 @@ def test_questions_about_one_fact_are_specific(q):
     assert classify(q, T).kind == "specific"
 
 
+# "哪些" / "which" asks for a list; the list is the collection's only when the question says so (these documents, 文档集)
+# or asks for a kind of thing a collection has (themes, risks, measures, 主题, 风险, 措施). A list of one named thing's
+# properties is local: the demo's "知识库为每个段落建立了哪些索引？" was answered with a note to build the graph.
+@pytest.mark.parametrize("q", [
+    "知识库为每个段落建立了哪些索引？",
+    "这个函数接受哪些参数？",
+    "华联精密供应了哪些产品？",
+    "哪些文件格式可以被解析器读取？",
+    "有哪些方法可以调整分块大小？",
+    "Which indexes does the knowledge base build for each paragraph?",
+    "What indexes does the knowledge base build for each paragraph?",
+    "Which file formats does the parser support?",
+    "What parameters does the chunker accept?",
+])
+def test_which_questions_about_one_thing_stay_specific(q):
+    assert classify(q, 0.31).kind == "specific", classify(q, 0.31)
+
+
+@pytest.mark.parametrize("q", [
+    "文档集中有哪些主题？",
+    "这些文件中提到了哪些风险？",
+    "文档中有哪些主要问题？",
+    "事故发生后，集团采取了哪些整改措施？",
+    "哪些因素导致了运营中断？",
+    "What are the main themes across the documents?",
+    "Which themes recur across the reports?",
+    "What topics do the documents cover?",
+    "Which risks are mentioned in the documents?",
+])
+def test_which_questions_about_the_collection_stay_global(q):
+    assert classify(q, 0.31).kind in ("global", "mixed"), classify(q, 0.31)
+
+
 @pytest.mark.parametrize("q", ["Across all documents, what roles has Nordtek Components played?",
                                "这些文件中，华联精密承担了哪些主要工作？"])
 def test_a_global_question_that_names_an_entity_is_mixed(q):

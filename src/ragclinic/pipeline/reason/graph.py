@@ -47,11 +47,17 @@ _GLOBAL_CUES = [
     (r"^(?:list|name|give|identify) (?:all|every|the main|the key|each)\b", 1.5),
     (r"\b(?:mentioned|discussed|described|reported|covered|raised) (?:in|across|throughout)\b", 1.0),
     (r"\bthroughout\b|\bcollection\b|\bcorpus\b|\bthe whole\b", 1.0),
-    (r"\bwhat (?:risks|themes|issues|problems|lessons|roles|suppliers|teams|projects|incidents|measures)\b", 1.0),
-    # a list question: "what <category, plural> does/do/are ...", "... are described?", "at each"
-    (r"^what (?:\w+ ){0,2}\w{3,}s (?:does|do|did|are|were|have|has)\b", 1.5),
+    # a list of a kind of thing a collection holds ("what/which (corrective) measures", "which themes")
+    (r"\b(?:what|which) (?:\w+ ){0,2}?(?:risks|themes|topics|issues|problems|challenges|lessons|roles|suppliers|"
+     r"teams|projects|incidents|events|measures|factors|trends|findings|goals|plans)\b", 1.0),
+    # a list question, "what/which <things> does/do/are ...": alone it may ask for one thing's properties ("which
+    # indexes does the knowledge base build"), so it counts only beside a cue that names the collection or its kind
+    (r"^(?:what|which) (?:\w+ ){0,2}\w{3,}s (?:does|do|did|are|were|have|has)\b", 0.5),
+    # the organisation a collection is about, as a whole: "what products does the group build"
+    (r"\bthe (?:group|company|organi[sz]ation|firm)\b(?!'s)", 0.5),
     (r"\b(?:are|were|is) (?:described|discussed|mentioned|reported|listed|given|named)\??$", 1.5),
-    (r"\b(?:report|say|tell us) about\b|\bat each\b|\bfor each\b", 1.0),
+    # "at each?" / "for each of them" (the places or parts just listed), not "for each paragraph" (one property)
+    (r"\b(?:report|say|tell us) about\b|\b(?:at|for) each(?:\?|$| of (?:them|these|those|the)\b)", 1.0),
 ]
 _GLOBAL_CUES_ZH = [
     (r"(?:这些|所有|全部|各|多份|几份|整个|各个|上述)(?:文件|文档|报告|合同|材料|资料|记录|文章|纪要|公告)", 2.5),
@@ -60,10 +66,13 @@ _GLOBAL_CUES_ZH = [
      r"供应商|人物|团队|项目|事件|因素)", 2.0),
     (r"不止一|多于一|多个|多次|分别|各自|都(?:提到|涉及|出现)", 1.0),
     (r"(?:之间|相互).{0,4}(?:关系|联系|关联|合作|配合)|有何关联|如何(?:合作|协作|关联|联系|配合)", 2.0),
-    (r"^(?:哪些|有哪些|列出|列举)", 1.2),
+    (r"^(?:列出|列举)", 1.2),
     (r"(?:提到|涉及|出现|讨论|描述)(?:了)?(?:哪些|的所有)", 1.2),
-    (r"了哪些|有哪些(?:\w{0,4})(?:和|及)", 1.5),  # "采取了哪些措施", "披露了哪些数字": a list of what was reported
-    (r"^(?:文件|文档|报告|材料)(?:中|里)", 1.5),
+    # "哪些" asks for a list; alone it may ask for one thing's properties ("知识库为每个段落建立了哪些索引"), so it
+    # counts only beside a cue that names the collection or a kind of thing a collection holds (below)
+    (r"^(?:哪些|有哪些)|了哪些|有哪些(?:\w{0,4})(?:和|及)", 0.5),
+    (r"哪些[^，。？?]{0,6}?(?:主题|风险|问题|挑战|隐患|原因|因素|教训|措施|趋势|事件|事故|目标|计划|变化|经验)", 1.0),
+    (r"^(?:文件|文档|报告|材料)(?:中|里)|(?:文档|文件|资料|材料)(?:集|库)", 1.5),
 ]
 _SPECIFIC_CUES = [
     (r"\b(?:when|what year|what date|how much|how many|how long|how old|at what|which year)\b", 1.2),
