@@ -82,6 +82,8 @@ CLEAN_EN = [
         cited=(), refused=True),
     ask("insufficient information", cited=(), refused=True),
     ask("The documents contradict the premise of the question.", cited=(), refused=True),
+    # the constraint check's refusal (generate/constraint_check.py) says which value the documents give
+    ask("The documents give 2020 for this; the question asks about 2021.", cited=(), refused=True),
 ]
 
 CLEAN_ZH = [
@@ -97,6 +99,7 @@ CLEAN_ZH = [
     # the generate layer's fixed refusal sentence: a refusal has to say where it looked
     ask("文档中没有提到。", cited=(), refused=True),
     ask("信息不足。", cited=(), refused=True),
+    ask("文档给出的是2007, 1800的信息，而问题问的是2009。", cited=(), refused=True),
 ]
 
 

@@ -13,7 +13,8 @@ An answer violates the form when it
 
 Decisions:
 - The refusal and clarification templates (pipeline/gate/templates.py: no_evidence, no_hits, one_side, clarify,
-  false_premise) and a few fixed sentences (the generate layer's refusal "文档中没有提到。" / "The documents do not
+  false_premise; pipeline/generate/constraint_check.py: "The documents give 2020 for this; the question asks about
+  2021.") and a few fixed sentences (the generate layer's refusal "文档中没有提到。" / "The documents do not
   say.", the naive peer's "insufficient information" / "信息不足", the conflict lead-in "The sources disagree:" /
   "文档之间存在分歧：") are taken out before the checks: a refusal has to say where it looked, in fixed words. A
   refusal worded freely ("The passages do not mention …") is a violation. The note templates (Note: …, Warning:
@@ -96,15 +97,14 @@ def _readable(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _exempt_patterns() -> tuple[re.Pattern, ...]:
-    """The refusal and clarification templates, in both languages, with their {placeholders} as wildcards."""
+    """The refusal and clarification templates, in both languages, with their {placeholders} as wildcards (read
+    from where the pipeline keeps them, so that a reworded template is not missed)."""
     from ragclinic.pipeline.gate import templates
+    from ragclinic.pipeline.generate import constraint_check
 
-    out = []
-    for lang in templates._TEXT.values():  # the fixed wording itself, so that a reworded template is not missed
-        for key in _REFUSAL_KEYS:
-            parts = re.split(r"\{\w+\}", lang[key])
-            out.append(re.compile(".+?".join(re.escape(p) for p in parts), re.S))
-    return tuple(out)
+    texts = [lang[key] for lang in templates._TEXT.values() for key in _REFUSAL_KEYS]
+    texts += list(constraint_check._WHY.values())
+    return tuple(re.compile(".+?".join(re.escape(p) for p in re.split(r"\{\w+\}", t)), re.S) for t in texts)
 
 
 def _source_talk(body: str, question: str) -> list[str]:
