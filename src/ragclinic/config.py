@@ -254,6 +254,12 @@ class Settings(BaseSettings):
                                         description="Verified-confidence gain a treated answer needs to replace the current one.")
     doctor_weak_answer: str = Field("note", pattern="^(note|refuse)$",
                                     description="An answer still unconfirmed when the budget ends: note it, or refuse.")
+    doctor_refusal_budget_s: float = Field(6.0, gt=0, description="Wall time the doctor may add to a refusal: "
+                                           "it tries one retrieval treatment, and only when the first retrieval "
+                                           "was weak (docs/settings.md).")
+    doctor_refusal_coverage: float = Field(0.6, ge=0, le=1.01, description="A refusal's first retrieval was strong "
+                                           "(nothing re-run) when its best passage holds at least this share of the "
+                                           "question's content words; 1.01 = always weak.")
 
     # --- `ragclinic serve`: the browser side (docs/server.md, "Browsers")
     allowed_hosts: list[str] = Field(["127.0.0.1", "localhost", "::1"], description="Host header names the server "

@@ -301,6 +301,9 @@ class Answer:
     tools: tuple[dict[str, Any], ...] = ()  # the tools path: each call {step, name, input, output, seconds, error, cites}
     causal_chain: tuple[dict[str, Any], ...] = ()  # causal questions: the stated links, in causal order
     evidence_strength: str = ""  # causal questions: "strong", "limited", "conflicting", "none"
+    # what the user must know beside the answer (an instruction removed, a global question answered from chunks,
+    # the preferred side of a conflict), each a sentence in the question's language; never part of ``text``
+    notes: tuple[str, ...] = ()
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Answer":
@@ -312,7 +315,7 @@ class Answer:
                       float(d.get("confidence", 0.0)), d.get("generator", ""), tuple(d.get("flags", ())),
                       d.get("trace_id", ""), tuple(d.get("symptoms", ())), tuple(d.get("repairs", ())), 0,
                       bool(d.get("cached", False)), tuple(d.get("plan", ())), tuple(d.get("tools", ())),
-                      tuple(d.get("causal_chain", ())), d.get("evidence_strength", ""))
+                      tuple(d.get("causal_chain", ())), d.get("evidence_strength", ""), tuple(d.get("notes", ())))
 
     def to_json(self) -> dict[str, Any]:
         """The `ragclinic ask --json` contract (extended, never renamed)."""
@@ -323,4 +326,5 @@ class Answer:
                 "confidence": round(self.confidence, 4), "trace_id": self.trace_id,
                 "claims": [{**asdict(c), "cited": list(c.cited)} for c in self.claims], "flags": list(self.flags),
                 "generator": self.generator, "plan": [dict(p) for p in self.plan], "tools": [dict(t) for t in self.tools],
-                "causal_chain": [dict(c) for c in self.causal_chain], "evidence_strength": self.evidence_strength}
+                "causal_chain": [dict(c) for c in self.causal_chain], "evidence_strength": self.evidence_strength,
+                "notes": list(self.notes)}

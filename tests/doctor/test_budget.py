@@ -16,10 +16,11 @@ from ragclinic.trace.store import load_trace
 
 MSG = [Message("user", "What is the risk-free rate?")]
 Q = "What is the risk-free rate?"
-# Two claims whose words are mostly in the passage (the rules are unsure about both), so the doctor's
-# examination asks the judge, and its treatments (refine, vote, filter) re-run the generator and the judge.
-REPLY = ("The risk-free rate is the return on an investment with no default risk for analysts [1]. "
-         "Treasury bills are the usual proxy for the risk-free rate in markets [1].")
+# A structured answer (the generate layer's JSON schema) whose words are mostly in the passage (the rules are
+# unsure), so the doctor's examination asks the judge, and its treatment (vote: two prompt variants) re-runs the
+# generator and the judge: 5 extra calls unbounded.
+REPLY = ('{"status": "answered", "answer": "The risk-free rate is the return on an investment with no default risk '
+         'for analysts", "evidence": [1]}')
 
 
 def _judge_prob(messages):
@@ -108,7 +109,7 @@ def test_unbounded_doctor_makes_extra_calls(kb):
     lm = fake_lm()
     result = Doctor(_pipe(kb, lm, doctor_max_lm_calls=200)).ask(Q)
     extra = len(lm.calls) - base
-    assert extra >= 6
+    assert extra >= 5
     assert result.summary["lm_calls"] == extra
     assert any(c[0] == "chat" for c in lm.calls[base:])  # re-generations, not only judge calls
 
@@ -116,7 +117,7 @@ def test_unbounded_doctor_makes_extra_calls(kb):
 @pytest.mark.parametrize("n", [
     0,
     1,
-    2, 3, 5,
+    2, 3,
 ])
 def test_doctor_extra_calls_never_exceed_the_budget(kb, n):
     base = _baseline_calls(kb)

@@ -85,7 +85,8 @@ def _check_quarantine(kb, q):
     assert not any(c.chunk_id in bad for c in a.citations)
     assert "42 percent" not in a.text and "四十二" not in a.text  # (a doc id in the note may hold the digits 42)
     note = render("quarantined", q, k="1", titles="@").split("@")[0]
-    assert note in a.text
+    assert any(n.startswith(note) for n in a.notes), a.notes  # beside the answer, not in it
+    assert note not in a.text
     assert any(f.startswith("quarantined: 1") for f in a.flags)
     assert a.trace_id == root.id
 
@@ -133,13 +134,16 @@ def _check_stripped(kb, q, payload_words):
 def test_injected_instruction_is_cut_and_the_fact_kept(injected_kb):
     result = _check_stripped(injected_kb, Q_EN, ("42 percent", "Ignore", "previous instructions"))
     assert "each quarter" in result.answer.text
-    assert "Note: instructions addressed to the assistant were found in Rates, paragraph 2" in result.answer.text
+    note = "Instructions addressed to the assistant were found in Rates, paragraph 2"
+    assert any(n.startswith(note) for n in result.answer.notes), result.answer.notes
+    assert "instructions" not in result.answer.text.lower()  # the text holds only the answer
 
 
 def test_injected_instruction_is_cut_and_the_fact_kept_chinese(injected_kb_zh):
     result = _check_stripped(injected_kb_zh, Q_ZH, ("四十二", "忽略以上"))
     assert "每个季度" in result.answer.text
-    assert "注意：《利率》第2段中含有针对助手的指令" in result.answer.text
+    assert any(n.startswith("《利率》第2段中含有针对助手的指令") for n in result.answer.notes), result.answer.notes
+    assert "指令" not in result.answer.text and "ragclinic" not in "".join(result.answer.notes)
 
 
 def test_injected_instruction_is_quarantined(injected_kb):
@@ -148,13 +152,13 @@ def test_injected_instruction_is_quarantined(injected_kb):
 
 def test_injected_instruction_is_quarantined_chinese(injected_kb_zh):
     result = _check_quarantine(injected_kb_zh, Q_ZH)
-    assert "注意" in result.answer.text
+    assert any("针对助手的指令" in n for n in result.answer.notes) and "指令" not in result.answer.text
 
 
 def test_quarantine_note_names_the_document(injected_kb):
     settings = injected_kb.settings.model_copy(update={"strip_instructions": False})
     result = Doctor(Pipeline(injected_kb, settings=settings)).ask(Q_EN)
-    assert "Rates" in result.answer.text or "rates.md" in result.answer.text
+    assert any("Rates" in n or "rates.md" in n for n in result.answer.notes), result.answer.notes
 
 
 def test_compound_question_is_decomposed(bond_kb):
@@ -226,7 +230,9 @@ def test_cli_ask_json_has_the_doctor_fields(kb_dir):
     assert not any(r["treatment"] == "quarantine" for r in a["repairs"])  # the scope layer cut it out already
     assert any(f.startswith("instruction_removed: ") for f in a["flags"])
     assert ANSWER_KEYS - {"trace_id"} <= set(a["initial_answer"])
-    assert a["initial_answer"]["answer"] != a["answer"]
+    # the doctor's note on the removed instruction is a field beside the answer, never its text
+    assert a["initial_answer"]["notes"] == [] and any("Rates, paragraph 2" in n for n in a["notes"]), a["notes"]
+    assert a["initial_answer"]["answer"] == a["answer"] and "Rates, paragraph 2" not in a["answer"]
     assert a["trace_id"]
 
 
@@ -275,3 +281,13 @@ def test_cli_trace_show_round_gives_the_whole_path_in_order(kb_dir):
     text = runner.invoke(app, ["trace", "show", "--round", a["trace_id"], "--kb", kb_dir], env=WIDE)
     assert text.exit_code == 0 and f"1 / {len(ids)}" in text.stdout and "re-run from" in text.stdout
     assert runner.invoke(app, ["trace", "show", "--kb", kb_dir], env=WIDE).exit_code == 2
+
+
+def test_cli_ask_shows_the_notes_under_the_answer_not_in_it(kb_dir):
+    r = runner.invoke(app, ["ask", Q_EN, "--kb", kb_dir, "--llm", "none"], env=WIDE)
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    note = out.index("note: Instructions addressed to the assistant were found in Rates, paragraph 2")
+    assert out.index("each quarter") < note < out.index("[1]", note)  # the answer, its notes, then the sources
+    a = _ask(kb_dir, Q_EN)
+    assert a["answer"] in out and "note:" not in a["answer"]

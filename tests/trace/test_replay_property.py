@@ -81,5 +81,5 @@ def test_every_recorded_trace_replays_to_its_answer(clinic):
         kinds["rerun"] += bool(t.parent_id)
         kinds["changed"] += t.span("change") is not None
         kinds["repaired"] += any(r["accepted"] for r in t.repairs)
-    assert len(traces) >= 250, kinds
+    assert len(traces) >= 200, kinds  # 100 roots + their re-runs (a refusal re-runs once at most: doctor/refusal.py)
     assert all(v > 0 for v in kinds.values()), kinds

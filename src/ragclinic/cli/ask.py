@@ -149,7 +149,14 @@ def _printer():
     return write
 
 
+def print_notes(answer: Answer) -> None:
+    """The notes beside the answer (Answer.notes, in the question's language), under its text on stdout."""
+    for note in answer.notes:
+        out.print(f"[dim]note: {escape(note)}[/]", highlight=False)
+
+
 def print_sources(answer: Answer) -> None:
+    print_notes(answer)
     if answer.citations:
         t = Table("n", "source", "passage", show_header=True, box=None, padding=(0, 1))
         for c in answer.citations:

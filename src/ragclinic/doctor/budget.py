@@ -19,8 +19,10 @@ class BudgetExceeded(RagclinicError):
 
 
 class Budget:
-    def __init__(self, max_rounds: int, max_calls: int, max_seconds: float) -> None:
+    def __init__(self, max_rounds: int, max_calls: int, max_seconds: float,
+                 seconds_setting: str = "doctor_max_seconds") -> None:
         self.max_rounds, self.max_calls, self.max_seconds = max_rounds, max_calls, max_seconds
+        self.seconds_setting = seconds_setting  # the setting that gave max_seconds, named when it runs out
         self.calls = 0
         self.started = time.monotonic()
 
@@ -39,7 +41,7 @@ class Budget:
             raise BudgetExceeded(f"doctor budget: {self.max_calls} language-model calls used "
                                  f"(raise doctor_max_lm_calls to allow more)")
         if self.out_of_time():
-            raise BudgetExceeded(f"doctor budget: {self.max_seconds:.0f} s used (raise doctor_max_seconds)")
+            raise BudgetExceeded(f"doctor budget: {self.max_seconds:g} s used (raise {self.seconds_setting})")
         self.calls += 1
 
     def summary(self) -> dict:
@@ -55,9 +57,10 @@ class LimitedModel:
         self.model_id = lm.model_id
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
         self.budget.spend()
-        return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token)
+        return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
+                           schema=schema)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self.budget.spend()

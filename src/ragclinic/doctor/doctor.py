@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in detectors)
+from ragclinic.doctor import refusal
 from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
@@ -49,6 +50,7 @@ class Visit:
     trace: Trace
     symptoms: list[Symptom]
     score: float
+    notes: tuple[str, ...] = ()  # what the change that drafted this answer says beside it (Answer.notes)
 
     @property
     def answer(self) -> Answer:
@@ -88,18 +90,21 @@ class Doctor:
     def treat(self, state: AskState, trace: Trace) -> DoctorResult:
         """Examine a finished run and repair it round by round; the root trace records everything."""
         s = self.settings
-        budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds)
+        care = refusal.assess(state, s.doctor_refusal_coverage) if refusal.is_refusal(state.answer) else None
+        budget = Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, s.doctor_max_seconds) if care is None else \
+            Budget(s.doctor_max_rounds, s.doctor_max_lm_calls, min(s.doctor_max_seconds, s.doctor_refusal_budget_s),
+                   "doctor_refusal_budget_s")
         crashed = [f for f in state.answer.flags if f.startswith("llm_crashed")]  # repairs then run without it
         lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None and not crashed else None
         fast = self.confident(state)
-        sess = _Session(self, budget, lm, self._judge(lm))
+        sess = _Session(self, budget, lm, self._judge(lm), care)
         stop, crash = "", ""
         try:
             sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
             if fast:
                 sess.fast_path(fast)
         except ModelCrashed as e:  # the examination's judge died: rules only, and no repairs
-            sess = _Session(self, budget, None, None)
+            sess = _Session(self, budget, None, None, care)
             sess.current = sess.initial = self._visit(state, trace, budget, None)
             stop, crash = "model crashed", e.reason
         sess.note_symptoms(0)
@@ -118,6 +123,8 @@ class Doctor:
         answer = replace(answer, flags=answer.flags + tuple(f for f in crashed if f not in answer.flags))
         summary = {"outcome": stop or "rounds used", "answer_trace_id": current.trace.id, "fast_path": sess.fast_note,
                    "initial_confidence": sess.initial.score, "final_confidence": current.score, **budget.summary()}
+        if care is not None:  # a refusal: how its retrieval went, and what was not tried and why
+            summary.update(refusal=care.to_json(), skipped=sess.skipped)
         root = replace(trace, symptoms=tuple(sess.found), repairs=tuple(sess.repairs), doctor=summary)
         save_trace(self.pipe.kb.db, root)
         return DoctorResult(replace(answer, trace_id=root.id), sess.initial.answer, tuple(sess.found),
@@ -180,47 +187,63 @@ class Doctor:
 
     # ------------------------------------------------------------------ outcome
     def _finish(self, current: Visit) -> Answer:
-        """Notes the user must see: quarantined passages, and what the budget could not repair."""
+        """The answer with the notes the user must see beside it (Answer.notes, in the question's language; the
+        text holds only the answer): quarantined passages, removed or hidden instructions, an answer resting on an
+        injected passage, a global question answered from chunks, and what the budget could not repair."""
         a, s, q = current.answer, self.settings, current.state.request.question
-        sep = "" if language_of(q) == "zh" else " "
-        flags, text = list(a.flags), a.text
-        quarantined = [e for e in current.state.excluded if e.rule in ("quarantine", "instruction")]
-        if quarantined and a.route != "clarify":
+        flags, notes = list(a.flags), []
+        present_ = present(current.symptoms, s.doctor_threshold)
+        if a.route != "clarify":
+            notes += self._safety_notes(current, present_, flags)
+        partial = [x for x in present_ if x.name == "global_no_community"]
+        if partial and a.route != "clarify":  # top-k chunks cannot speak for a collection: say so, and the fix
+            fix = partial[0].data.get("fix", "fix_no_graph")
+            notes.append(render("global_partial", q, fix=render(fix, q)))
+            flags.append(f"global_no_community: {partial[0].evidence[:120]}")
+        weak = [x.name for x in present_ if x.name in _GENERATION]
+        if weak and a.route == "answer":
+            if s.doctor_weak_answer == "refuse":  # the treatment's notes were about the answer refused here
+                return replace(a, text=render("no_evidence", q), route="refuse", refused=True, claims=(),
+                               citations=(), flags=tuple(flags + [f"doctor_refused: {', '.join(weak)}"]),
+                               notes=_unique(a.notes, notes))
+            notes.append(render("incomplete", q))
+            flags.append(f"doctor_unrepaired: {', '.join(weak)}")
+        return replace(a, flags=tuple(flags), notes=_unique(a.notes, current.notes, notes))
+
+    def _safety_notes(self, current: Visit, present_: list[Symptom], flags: list[str]) -> list[str]:
+        """Notes (and flags) on instructions to the assistant: passages set aside, instructions cut out or hidden,
+        and an answer that still rests on an injected passage. Places are named, never quoted: quoting would
+        deliver the payload."""
+        a, q, excluded = current.answer, current.state.request.question, current.state.excluded
+        zh, notes = language_of(q) == "zh", []
+        quarantined = [e for e in excluded if e.rule in ("quarantine", "instruction")]
+        if quarantined:
             docs = self.pipe.kb.db.doc_infos([e.doc_id for e in quarantined])
             titles = ", ".join(dict.fromkeys(_doc_name(docs.get(e.doc_id), e.doc_id) for e in quarantined))
-            text += sep + render("quarantined", q, k=str(len(quarantined)), titles=titles)
+            notes.append(render("quarantined", q, k=str(len(quarantined)), titles=titles))
             flags.append(f"quarantined: {len(quarantined)} passage(s) with instructions to the assistant")
-        removed = removal_places([e for e in current.state.excluded if e.rule == "instruction_removed"], language_of(q))
-        if removed and a.route != "clarify":  # named by place, never quoted: quoting would deliver the payload
-            text += sep + render("instructions_removed", q, places=("; " if sep else "、").join(removed))
-        hidden = [t for x in present(current.symptoms, s.doctor_threshold) if x.name == "injected_instruction"
-                  for t in x.data.get("hidden", ())]
-        if hidden and a.route != "clarify":
-            text += sep + render("hidden_instructions", q, titles=", ".join(dict.fromkeys(hidden)))
-        injected = [x for x in present(current.symptoms, s.doctor_threshold)
-                    if x.name == "injected_instruction" and x.data.get("chunks")]
+        removed = removal_places([e for e in excluded if e.rule == "instruction_removed"], language_of(q))
+        if removed:
+            notes.append(render("instructions_removed", q, places=("、" if zh else "; ").join(removed)))
+        hidden = [t for x in present_ if x.name == "injected_instruction" for t in x.data.get("hidden", ())]
+        if hidden:
+            notes.append(render("hidden_instructions", q, titles=", ".join(dict.fromkeys(hidden))))
+        injected = [x for x in present_ if x.name == "injected_instruction" and x.data.get("chunks")]
         if injected and a.route == "answer":  # no repair beat it: the user must know what the answer rests on
-            text += sep + render("injected", q, titles=", ".join(injected[0].data.get("titles", ())))
+            notes.append(render("injected", q, titles=", ".join(injected[0].data.get("titles", ()))))
             flags.append(f"injected_instruction: {injected[0].evidence[:80]}")
-        partial = [x for x in present(current.symptoms, s.doctor_threshold) if x.name == "global_no_community"]
-        if partial and a.route != "clarify":  # top-k chunks cannot speak for a collection: say so, and the fix
-            text += sep + render("global_partial", q, fix=partial[0].data.get("fix", ""))
-            flags.append(f"global_no_community: {partial[0].evidence[:120]}")
-        weak = [x.name for x in present(current.symptoms, s.doctor_threshold) if x.name in _GENERATION]
-        if weak and a.route == "answer":
-            if s.doctor_weak_answer == "refuse":
-                return replace(a, text=render("no_evidence", q), route="refuse", refused=True, claims=(),
-                               citations=(), flags=tuple(flags + [f"doctor_refused: {', '.join(weak)}"]))
-            text += sep + render("incomplete", q)
-            flags.append(f"doctor_unrepaired: {', '.join(weak)}")
-        return replace(a, text=text, flags=tuple(flags))
+        return notes
 
 
 class _Session:
     """One query's repair rounds: the current best run, what was found and tried, the budget."""
 
-    def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None) -> None:
+    def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None,
+                 care: refusal.RefusalCare | None = None) -> None:
         self.doctor, self.s, self.budget, self.lm, self.judge = doctor, doctor.settings, budget, lm, judge
+        self.care = care  # the first answer was a refusal: how its retrieval went (doctor/refusal.py)
+        self.retrievals = 0  # retrieval treatments tried while the answer was a refusal
+        self.skipped: list[dict[str, Any]] = []  # treatments a refusal did not try, each with why
         self.pipe = doctor.pipe.with_model(lm)
         self.pipe.fallback_on_crash = False  # a crash during a repair ends the repairs (Doctor.treat)
         self.initial: Visit | None = None
@@ -248,6 +271,14 @@ class _Session:
         exam = self.doctor._exam(self.current.state, self.current.trace, self.judge, self.budget, "rules")
         exam.symptoms = present(self.current.symptoms, self.s.doctor_threshold)
         steps = plan(exam.symptoms, exam, self.tried)
+        if self.care is not None and refusal.is_refusal(self.current.answer):
+            steps, skipped = refusal.select(steps, self.care, self.retrievals)
+            noted = {x["treatment"] for x in self.skipped}  # each skipped treatment once, with its first reason
+            self.skipped += [dict(x, round=rnd) for x in skipped if x["treatment"] not in noted]
+            self.retrievals += sum(not c.terminal for _, c in steps)
+            if not steps and skipped:
+                return "refusal kept: " + ("one retrieval treatment tried" if self.retrievals else
+                                           "no treatment can change it")
         if not steps:
             return "no treatment left for the symptoms"
         terminal = [(sym, c) for sym, c in steps if c.terminal]
@@ -281,7 +312,11 @@ class _Session:
             st, tr = self.pipe.rerun(self.current.trace, change.layer, change=change.apply)
         except BudgetExceeded as e:
             return None, str(e)
-        return self.doctor._visit(st, tr, self.budget, self.judge), ""
+        visit = self.doctor._visit(st, tr, self.budget, self.judge)
+        # a note stays with the drafted text it speaks of: kept while the re-run keeps the current draft
+        kept = self.current.notes if st.draft is not None and st.draft == self.current.state.draft else ()
+        visit.notes = _unique(kept, change.notes)
+        return visit, ""
 
     def _verdict(self, v: Visit) -> tuple[bool, str]:
         c = self.current
@@ -301,6 +336,10 @@ class _Session:
             return v, "interactive: the question goes back to the user", True
         ok, why = self._verdict(v)
         return (v, why, False) if ok else None
+
+
+def _unique(*groups) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for g in groups for n in g if n))
 
 
 def _doc_name(doc, fallback: str) -> str:

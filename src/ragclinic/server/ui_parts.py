@@ -100,14 +100,15 @@ _KEPT_PARAMS = ("q", "doctor", "tenant", "tags", "from", "to")
 
 def answer_context(seen, answer_html, params: dict[str, str] | None = None) -> dict[str, Any]:
     """What _answer.html shows; a clarifying question gets a reply form that asks the same question again (with
-    its scope) in the same debug round, the reply merged in."""
+    its scope) in the same debug round, the reply merged in. ``notes``: shown under the answer, muted (Answer.notes:
+    what the user must know beside the answer, never part of its text)."""
     a = seen.answer
     clarify = None
     if a.route == "clarify" and params is not None and seen.trace is not None:
         kept = {k: params[k] for k in _KEPT_PARAMS if params.get(k)}
         clarify = {"params": {**kept, "round": seen.trace.debug_round_id}}
     return {"a": a, "answer_html": answer_html(a.text, a.citations, a.trace_id), "cached": seen.cached,
-            "symptoms": a.symptoms, "repairs": a.repairs, "clarify": clarify,
+            "notes": a.notes, "symptoms": a.symptoms, "repairs": a.repairs, "clarify": clarify,
             "clarified": seen.payload.get("clarification")}
 
 

@@ -1,6 +1,8 @@
 """``global_no_community``: a question about the whole collection (the gate's question-scope rules: global or
 mixed) answered from chunks alone — no community of the knowledge graph stood behind it, because the knowledge base
-has no graph (``ingest --graph``) or no community matched. Top-k chunks cannot cover a collection."""
+has no graph (``ingest --graph``) or no community matched. Top-k chunks cannot cover a collection. ``data["fix"]``
+names the note's fix (pipeline/gate/templates.py ``fix_no_graph``/``fix_no_match``), worded in the question's
+language when the doctor writes the note."""
 
 from __future__ import annotations
 
@@ -28,5 +30,6 @@ class GlobalNoCommunity:
         why = f"{kind} question (score {g.get('score', 0):.2f}{': ' + cues if cues else ''}) answered from chunks alone"
         if not g.get("graph"):
             return Symptom(self.name, 0.7, self.layer, f"{why}: the knowledge base has no graph; {FIX_NO_GRAPH}",
-                           data={"graph": False, "fix": FIX_NO_GRAPH})
-        return Symptom(self.name, 0.8, self.layer, f"{why}: {FIX_NO_MATCH}", data={"graph": True, "fix": FIX_NO_MATCH})
+                           data={"graph": False, "fix": "fix_no_graph"})
+        return Symptom(self.name, 0.8, self.layer, f"{why}: {FIX_NO_MATCH}",
+                       data={"graph": True, "fix": "fix_no_match"})

@@ -35,10 +35,11 @@ def _extractive(exam: Exam) -> str:
     return ExtractiveGenerator(exam.settings.extractive_sentences).generate(inp).text
 
 
-def refined_text(exam: Exam, doubtful: set[str], fallback: bool) -> str | None:
+def refined_text(exam: Exam, doubtful: set[str], fallback: bool) -> tuple[str, tuple[str, ...]] | None:
     """The answer's confirmed claims (citations corrected to the passage that states them), the doubtful
-    ones left out and counted. With nothing left: the passages' own best sentences if ``fallback`` (the
-    answer ignored the passages), else None — quoting sentences near the question is not answering it."""
+    ones left out — and the note that counts them (shown beside the answer, not in it). With nothing left: the
+    passages' own best sentences if ``fallback`` (the answer ignored the passages), else None — quoting sentences
+    near the question is not answering it."""
     zh = language_of(exam.question) == "zh"
     kept, dropped = [], 0
     for c in exam.answer.claims:
@@ -56,9 +57,7 @@ def refined_text(exam: Exam, doubtful: set[str], fallback: bool) -> str | None:
     if not kept and not fallback:
         return None
     body = ("" if zh else " ").join(kept) if kept else _extractive(exam)
-    if dropped:
-        body += ("" if zh else " ") + render("refined", exam.question, k=str(dropped))
-    return body
+    return body, ((render("refined", exam.question, k=str(dropped)),) if dropped else ())
 
 
 @TREATMENTS.register("refine")
@@ -69,11 +68,12 @@ class Refine:
         if exam.answer is None or exam.answer.route != "answer" or not exam.passages:
             return []
         doubtful = {c for s in exam.symptoms for c in s.data.get("claims", ())}
-        text = refined_text(exam, doubtful, fallback=symptom.name == "ignored_context")
-        if text is None or text.strip() == exam.answer.text.strip():
+        refined = refined_text(exam, doubtful, fallback=symptom.name == "ignored_context")
+        if refined is None or refined[0].strip() == exam.answer.text.strip():
             return []
+        text, notes = refined
         return [Change(self.name, "generate", "answer rewritten from confirmed claims and passage sentences only",
-                       _with_draft(text), uses_model=False)]
+                       _with_draft(text), uses_model=False, notes=notes)]
 
 
 def _preference(doc: DocInfo, settings) -> tuple:
@@ -100,7 +100,7 @@ class StateConflict:
             return []
         zh = language_of(exam.question) == "zh"
         by_id: dict[str, Passage] = {p.chunk.id: p for p in exam.passages}
-        lines = []
+        lines, notes = [], []
         for c in exam.state.conflicts[:1]:  # the first (top-ranked) disagreement; more would bury the answer
             pa, pb = by_id.get(c.chunk_a), by_id.get(c.chunk_b)
             if pa is None or pb is None:
@@ -112,14 +112,13 @@ class StateConflict:
                 line = f"文档之间存在分歧：{s1.rstrip('。.')}[{p1.n}]；而{s2.rstrip('。.')}[{p2.n}]。"
             else:
                 line = f"The sources disagree: {s1.rstrip('.')} [{p1.n}]; but {s2.rstrip('.')} [{p2.n}]."
-            if _preference(p1.doc, exam.settings) != _preference(p2.doc, exam.settings):
-                line += ("" if zh else " ") + render("prefer", exam.question, n=str(p1.n),
-                                                     why=_why(p1.doc, p2.doc, exam.settings, zh))
+            if _preference(p1.doc, exam.settings) != _preference(p2.doc, exam.settings):  # a note beside it
+                notes.append(render("prefer", exam.question, n=str(p1.n), why=_why(p1.doc, p2.doc, exam.settings, zh)))
             lines.append(line)
         if not lines:
             return []
         return [Change(self.name, "generate", "answer states the conflict, preferred source first",
-                       _with_draft(("" if zh else " ").join(lines)), uses_model=False)]
+                       _with_draft(("" if zh else " ").join(lines)), uses_model=False, notes=tuple(notes))]
 
 
 @TREATMENTS.register("vote")

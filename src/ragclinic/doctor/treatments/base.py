@@ -21,6 +21,7 @@ class Change:
     apply: Callable[[AskState], AskState]
     uses_model: bool = True  # the re-run calls the language model (to generate or to judge)
     terminal: bool = False  # the result is returned as is (the interactive clarify route)
+    notes: tuple[str, ...] = ()  # shown beside the answer this change drafts (Answer.notes), never in its text
 
 
 class Treatment(Protocol):

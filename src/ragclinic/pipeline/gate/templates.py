@@ -1,4 +1,4 @@
-"""Fixed wording for refusals and clarifications, in the question's language."""
+"""Fixed wording for refusals, clarifications and the notes shown beside an answer, in the question's language."""
 
 from __future__ import annotations
 
@@ -17,18 +17,23 @@ _TEXT = {
         "false_premise": "The documents contradict the premise of the question.",
         "refined": "The documents do not say more than this: {k} statement(s) the sources could not confirm were "
                    "left out.",
-        "incomplete": "Note: the documents do not confirm every part of this answer; it may be incomplete.",
-        "global_partial": "Note: this question is about the whole collection, and the passages searched are a "
-                          "few of them only; {fix}.",
-        "quarantined": "Note: {k} retrieved passage(s) were set aside because they contained instructions to "
-                       "the assistant ({titles}).",
+        # notes: shown beside the answer (Answer.notes), never appended to its text
+        "incomplete": "The documents do not confirm every part of this answer; it may be incomplete.",
+        "global_partial": "This question is about the whole collection, and the passages searched are a few of "
+                          "them only; {fix}.",
+        "fix_no_graph": "build the knowledge graph to answer it from the whole collection: "
+                        "ragclinic ingest DOCS --kb DIR --graph",
+        "fix_no_match": "no community of the knowledge graph matched the question; ask with the words the "
+                        "documents use, or raise graph_communities_k",
+        "quarantined": "{k} retrieved passage(s) were set aside because they contained instructions to the "
+                       "assistant ({titles}).",
         "prefer": "[{n}] is the {why} source.",
-        "injected": "Warning: a passage this answer rests on contains instructions to the assistant ({titles}); "
-                    "treat the answer with care.",
-        "instructions_removed": "Note: instructions addressed to the assistant were found in {places}; they were "
-                                "removed before answering and the rest of the text was used.",
-        "hidden_instructions": "Note: {titles} holds instructions to the assistant in text a reader cannot see; "
-                               "that text was left out when the document was read.",
+        "injected": "A passage this answer rests on contains instructions to the assistant ({titles}); treat the "
+                    "answer with care.",
+        "instructions_removed": "Instructions addressed to the assistant were found in {places}; they were removed "
+                                "before answering and the rest of the text was used.",
+        "hidden_instructions": "{titles} holds instructions to the assistant in text a reader cannot see; that text "
+                               "was left out when the document was read.",
     },
     "zh": {
         "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
@@ -37,13 +42,15 @@ _TEXT = {
         "clarify": "这个问题中没有可以检索的关键词：能否更具体地说明您想问的内容？",
         "false_premise": "文档内容与问题的前提相矛盾。",
         "refined": "文档中没有提到更多内容：有{k}处无法由文档证实的说法已删去。",
-        "incomplete": "注意：文档没有证实这个回答的每一部分，回答可能不完整。",
-        "global_partial": "注意：这个问题涉及整个文档集，而检索到的只是其中少数段落；{fix}。",
-        "quarantined": "注意：有{k}个检索到的段落因包含针对助手的指令而被排除（{titles}）。",
+        "incomplete": "文档没有证实这个回答的每一部分，回答可能不完整。",
+        "global_partial": "这个问题涉及整个文档集，而检索到的只是其中少数段落；{fix}。",
+        "fix_no_graph": "如需依据整个文档集回答，请构建知识图谱：ragclinic ingest DOCS --kb DIR --graph",
+        "fix_no_match": "知识图谱中没有与问题相符的社区；请使用文档中的用词提问，或调高 graph_communities_k",
+        "quarantined": "有{k}个检索到的段落因包含针对助手的指令而被排除（{titles}）。",
         "prefer": "[{n}]是{why}的来源。",
-        "injected": "警告：这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",
-        "instructions_removed": "注意：{places}中含有针对助手的指令，已在回答前删去，其余内容照常使用。",
-        "hidden_instructions": "注意：《{titles}》中有读者看不到的、针对助手的指令，读取文档时已将其略去。",
+        "injected": "这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",
+        "instructions_removed": "{places}中含有针对助手的指令，已在回答前删去，其余内容照常使用。",
+        "hidden_instructions": "《{titles}》中有读者看不到的、针对助手的指令，读取文档时已将其略去。",
     },
 }
 
