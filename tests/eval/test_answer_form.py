@@ -124,7 +124,8 @@ def test_a_word_the_question_itself_uses_is_the_subject_not_a_source():
     assert form_violations(a, question=q) == []
     assert form_violations(a) and form_violations(a)[0].startswith("source_talk:")
     q_en = "Which documents does a visa application need?"
-    assert form_violations(ask("A passport and two photos; the documents go to the consulate [1]."), question=q_en) == []
+    visa = ask("A passport and two photos; the documents go to the consulate [1].")
+    assert form_violations(visa, question=q_en) == []
 
 
 def test_a_free_worded_refusal_that_talks_about_passages_is_a_violation():

@@ -30,5 +30,6 @@ def load_rgb(path: Path) -> Loaded:
         fakes = str_list(fake if not isinstance(fake, (int, float)) else str(fake), "fakeanswer", col, line)
         if None in (q, answers, pos, neg, wrong, fakes):
             continue
-        items.append(QAItem(str(rec.get("id", line)), q, answers, pos, neg, wrong, fakes, bool(swap), swap or "", split or ""))
+        items.append(QAItem(str(rec.get("id", line)), q, answers, pos, neg, wrong, fakes, bool(swap), swap or "",
+                            split or ""))
     return finish("qa", items, col)
