@@ -75,6 +75,8 @@ CLEAN_EN = [
     ask("The passage of the Civil Rights Act came in 1964 [3]."),
     ask("The sources disagree: 70 seats [1]; but 170 seats [2]."),
     ask("Open-source software and renewable energy sources are both covered [2]."),
+    ask("The Security Service (MI5) handles counter-intelligence [1]."),
+    ask("Nitric oxide dissolves as the [NO] ion [2]."),
     # refusals: the fixed templates and the naive peer's fixed phrase
     ask("I can't answer this from the documents: none of the retrieved passages contains the answer, and I won't "
         "guess.", cited=(), refused=True),
@@ -92,6 +94,9 @@ CLEAN_ZH = [
     ask("该项目分三个阶段完成[2]。"),
     ask("根据宪法第五条，国家实行依法治国[1]。"),
     ask("这段时间内不得进行配对，共4分钟[1]。"),
+    ask("林永康是香港个人资料私隐专员公署前副专员[1]。"),
+    ask("梧桐树协议的英语原文已失传[2]。"),
+    ask("【原作】中的气化人需要大量的水份才能生存[3]。"),
     ask("文档之间存在分歧：70个议席[1]；而170个议席[2]。"),
     ask("玩家以水枪、小枪、锤子或是水炸弹泡封敌人[1、2]。", cited=(1, 2)),
     ask("无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。", cited=(), refused=True),

@@ -40,9 +40,14 @@ _LEAD_INS = re.compile(r"^\s*(?:the sources disagree:|文档之间存在分歧�
 
 _CODE = re.compile(r"```.*?```|`[^`\n]*`|\[[^\]\n]+\]\([^)\s]+\)", re.S)
 _CITE = re.compile(r"[\[【]\s*(\d+(?:\s*[,，、]\s*\d+)*)\s*[\]】]")
-_BRACKET = re.compile(r"[\[【][^\[\]【】\n]{0,40}[\]】]|[\[【\]】]")
+# a bracket that is a citation gone wrong: empty, with a number but not a citation's form ("[2, ]", "[1-2]"), a
+# source word or a file-like id inside ("[source]", "[docs0]"), or alone; "[NO]" (an ion) and "【原作】" are content
+_BRACKET = re.compile(r"[\[【]\s*[\]】]|[\[【][^\[\]【】\n]{0,40}?(?:\d|(?i:source|passage|document|doc|ref|cite|citation)|"
+                      r"段|文档|来源|出处)[^\[\]【】\n]{0,40}?[\]】]")
+_PAIR = re.compile(r"[\[【][^\[\]【】\n]{0,80}[\]】]")
+_LONE = re.compile(r"[\[【\]】]")
 _HEX_ID = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{16,}(?![0-9A-Za-z])")
-_PAREN_ID = re.compile(r"[(（]\s*(?:see |见)?([A-Za-z_][A-Za-z_-]*\d+(?:\.[A-Za-z]{2,5})?)\s*[)）]")
+_PAREN_ID = re.compile(r"[(（]\s*(?:see |见)?([a-z_][a-z_-]*\d+(?:\.[a-z]{2,5})?)\s*[)）]")  # "(docs0)", not "(MI5)"
 _LOST_NUMBER = re.compile(r"\b(?:passage|document|source)s?(?:\s*\(\s*[\w.-]+\s*\)|\s{2,}(?=[^\s\[【]))", re.I)
 _NOTE = re.compile(r"(?:^|(?<=[\s。！？.!?；;（）()]))(?:(?i:notes?|warning|caution|disclaimer|n\.b\.)\s*:|"
                    r"(?:注意|注|警告|提示|备注)\s*[:：])")
@@ -60,7 +65,8 @@ _EN_SOURCE = re.compile(
     r"|(?P<w9>\[\d+\]\s+(?:states?|says|mentions?|notes?|indicates?|shows?|explains?|describes?)\b)",
     re.I)
 _ZH_SOURCE = re.compile(
-    r"(?P<w>文档|资料|段落|上下文|原文|文中|文本中|材料中|检索到的|所给的?|所提供的?|提供的(?:信息|内容|文本|材料|段落))"
+    r"(?P<w>文档|(?<!个人)资料|段落|上下文|(?<![语文])原文|文中|文本中|材料中|检索到的|"
+    r"(?:所给|所提供|提供)的(?:信息|内容|文本|材料|段落|文档|资料))"
     r"|(?P<w2>第\s*[0-9一二三四五六七八九十]+\s*段)"
     r"|(?P<w3>(?:这|该|此|上述|上面|以上|两|各)段)(?!时间|时期|日子|路|距离|历史|经历|关系|旅程|期间|婚姻|感情)"
     r"|(?P<w4>根据\s*(?:[\[【]\d*[\]】]?|第\s*[0-9一二三四五六七八九十]+\s*段|这|该|此|上述|以上|上文|文|资料|段|上下文|所给|"
@@ -144,6 +150,7 @@ def _citation_marks(body: str, numbers: set[int] | None) -> list[str]:
                 out.append(f"dangling_citation: [{n}]")
     rest = _CITE.sub(" ", body)
     out += [f"malformed_citation: {m.group()}" for m in _BRACKET.finditer(rest)]
+    out += [f"malformed_citation: {m.group()}" for m in _LONE.finditer(_PAIR.sub(" ", rest))]
     out += [f"malformed_citation: {' '.join(m.group().split())}" for m in _LOST_NUMBER.finditer(body)]
     return out
 
