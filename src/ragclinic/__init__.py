@@ -8,15 +8,18 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
 
-from ragclinic.config import Settings  # noqa: E402
-
 __all__ = ["Clinic", "Settings", "__version__"]
 
 
 def __getattr__(name: str):
-    # the public API (docs/api.md), imported on first use: `import ragclinic` stays light for the CLI's --help
+    # the public API (docs/api.md), imported on first use: `import ragclinic` (which every submodule's import
+    # runs first) stays light for the CLI's --help — no pydantic, no pipeline (issue 33)
     if name in ("Clinic", "Consultation"):
         from ragclinic import clinic
 
         return getattr(clinic, name)
+    if name == "Settings":
+        from ragclinic.config import Settings
+
+        return Settings
     raise AttributeError(f"module 'ragclinic' has no attribute {name!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from rich.markup import escape
@@ -14,9 +14,11 @@ from rich.table import Table
 from ragclinic.cli.ingest import parse_pairs
 from ragclinic.cli.main import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.clinic import Clinic
-from ragclinic.doctor import DoctorResult
-from ragclinic.types import Answer
+
+if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
+    from ragclinic.clinic import Clinic
+    from ragclinic.doctor import DoctorResult
+    from ragclinic.types import Answer
 
 ScopeOption = typer.Option([], "--scope", metavar="KEY=VALUE", show_default=False,
                            help="Restrict the search (repeatable): doc=ID, path=GLOB, from=/to=YYYY-MM-DD, or any "
@@ -39,6 +41,8 @@ RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
 
 def open_clinic(kb: Optional[Path], llm: Optional[str], quiet: bool, **settings) -> Clinic:
     """The CLI's Clinic: the knowledge base at ``kb`` (which must exist), warnings on stderr unless ``quiet``."""
+    from ragclinic.clinic import Clinic
+
     c = Clinic.open(kb, llm=llm, on_warning=None if quiet else _warn, **settings)
     c.kb  # noqa: B018 - fail now, before any model loads, when there is no knowledge base
     return c
@@ -112,6 +116,8 @@ def _warn(message: str) -> None:
 
 
 def _print_cached(hit: dict, json_out: bool) -> None:
+    from ragclinic.types import Answer
+
     if json_out:
         print_json(hit)
         return

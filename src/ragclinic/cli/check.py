@@ -8,7 +8,6 @@ from rich.table import Table
 
 from ragclinic.cli.main import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
-from ragclinic.config import Settings
 
 
 @app.command("check")
@@ -21,6 +20,7 @@ def check_cmd(json_out: bool = JsonOption) -> None:
 
     `--json` prints {"ok": bool, "checks": [{"name", "ok", "detail", "seconds"}]}.
     """
+    from ragclinic.config import Settings
     from ragclinic.health import run_checks
 
     settings = Settings.load(None)

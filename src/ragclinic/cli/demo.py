@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -12,10 +12,10 @@ from rich.table import Table
 from ragclinic.cli.ingest import print_summary, ingest_with_progress
 from ragclinic.cli.main import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
-from ragclinic.clinic import Clinic
-from ragclinic.demo.corpus import QUESTIONS, write_demo_corpus
-from ragclinic.store.kb import KnowledgeBase
-from ragclinic.text.analyzer import analyze
+
+if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
+    from ragclinic.clinic import Clinic
+    from ragclinic.store.kb import KnowledgeBase
 
 QUERIES = ("risk-free rate", "为什么检索质量决定答案质量")
 
@@ -32,6 +32,9 @@ def demo(
 ) -> None:
     """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese), ingest it, and ask
     four sample questions (one the corpus cannot answer, one compound question the doctor repairs)."""
+    from ragclinic.clinic import Clinic
+    from ragclinic.demo.corpus import write_demo_corpus
+
     paths = write_demo_corpus(folder)
     warn = None if json_out else (lambda m: out.print(f"[yellow]warning:[/] {escape(m)}"))
     with Clinic.open(kb or folder / ".ragclinic", llm=llm, on_warning=warn, sync_indexes=False) as clinic:
@@ -56,6 +59,7 @@ def demo(
 
 def _ask(clinic: Clinic, quiet: bool) -> list[dict]:
     from ragclinic.cli.ask import print_repairs, print_sources
+    from ragclinic.demo.corpus import QUESTIONS
 
     answers = []
     for q in QUESTIONS:
@@ -97,6 +101,8 @@ def _brief(d: dict) -> dict:
 
 def _preview(base: KnowledgeBase, query: str, k: int = 2) -> list[dict]:
     """Top chunks from each index: shows both indexes answer."""
+    from ragclinic.text.analyzer import analyze
+
     tokens = analyze(query, base.settings.lexical_stem)
     found = [("lexical", rid, s) for rid, s in base.lexical().search(tokens, k)]
     if base.embedder is not None:

@@ -16,7 +16,6 @@ from rich.table import Table
 from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 from ragclinic.cli.progress import progress_bar
-from ragclinic.config import Settings
 
 TASKS = ("retrieval", "detection", "rag", "doctor")
 FAULT_NAMES = ("clean", "noise", "missing", "counterfactual", "injected", "ambiguous")  # eval.tasks.faults.FAULTS
@@ -100,6 +99,7 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
     if not address:
         yield None
         return
+    from ragclinic.config import Settings
     from ragclinic.scale.ray_eval import RayEval
     from ragclinic.scale.runtime import connected
 
@@ -140,6 +140,7 @@ def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
 
 
 def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False, ray=None):
+    from ragclinic.config import Settings
     from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
     from ragclinic.store.kb import KnowledgeBase
 
@@ -173,6 +174,7 @@ def _warn(message: str) -> None:
 
 
 def _detection(data, limit, llm, tick):
+    from ragclinic.config import Settings
     from ragclinic.eval.tasks.detection import run_detection
 
     # --llm names the judge's model, as before: the language model's yes/no judge (the learned verifier is not
@@ -216,6 +218,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         raise fail(f"no item of {data.source} can carry {noise!r} (faults need answering passages; noise and "
                    "missing need negative ones, counterfactual wrong ones)")
     from ragclinic.clinic import Clinic
+    from ragclinic.config import Settings
 
     settings = Settings.load(None, llm=llm)
     # one model for every case (each case has its own clinic); with --ray, one per worker instead
@@ -292,6 +295,8 @@ def _ratio(x: str) -> bool:
 
 def _default_kb(source: Path) -> Path:
     """One knowledge base per corpus (a BEIR corpus.jsonl, or a QA file) under the cache folder."""
+    from ragclinic.config import Settings
+
     digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
     name = source.parent.name if source.name == "corpus.jsonl" else source.stem
     return Settings().cache_dir / "eval" / f"{name}-{digest}"

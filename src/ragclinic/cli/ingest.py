@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.clinic import Clinic
-from ragclinic.config import Settings
-from ragclinic.ingest.runner import IngestAborted, IngestResult
+from ragclinic.ingest.result import IngestAborted, IngestResult
+
+if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
+    from ragclinic.clinic import Clinic
+
+# Settings.max_file_size's default, for the help text without importing pydantic at --help (issue 33);
+# tests/cli/test_cold_start.py checks that the two agree
+MAX_FILE_SIZE_DEFAULT = 100 * 1024 * 1024
 
 
 @app.command("ingest")
@@ -30,7 +34,7 @@ def ingest_cmd(
     strict: bool = typer.Option(False, "--strict", help="Stop at the first failure and keep nothing from this run."),
     max_file_size: Optional[int] = typer.Option(
         None, "--max-file-size", show_default=False,
-        help=f"Refuse files larger than N bytes \\[default: {Settings.model_fields['max_file_size'].default}]."),
+        help=f"Refuse files larger than N bytes \\[default: {MAX_FILE_SIZE_DEFAULT}]."),
     tag: List[str] = typer.Option([], "--tag", metavar="KEY=VALUE", show_default=False,
                                   help="Tag every document of this run (repeatable): tenant, version, date, "
                                        "authority or any key; FILE.meta.json sidecars override per file."),
@@ -56,6 +60,8 @@ def ingest_cmd(
 
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
+    from ragclinic.clinic import Clinic
+
     tags = parse_pairs(tag, "--tag")
     extra: dict = {"causal_links": True} if causal else {}
     if graph is not None:
@@ -99,6 +105,9 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
 
 def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: bool,
                          tags: dict[str, str] | None = None, reparse: bool = False, **ray) -> IngestResult:
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:

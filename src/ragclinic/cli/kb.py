@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -11,8 +11,9 @@ from rich.table import Table
 
 from ragclinic.cli.main import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.clinic import Clinic
-from ragclinic.store.kb import KnowledgeBase
+
+if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
+    from ragclinic.store.kb import KnowledgeBase
 
 kb_app = typer.Typer(help="Inspect a knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
@@ -20,6 +21,8 @@ app.add_typer(kb_app, name="kb")
 
 def _open(kb: Optional[Path]) -> KnowledgeBase:
     """The knowledge base of a (model-less) Clinic: these commands read and tag the store only."""
+    from ragclinic.clinic import Clinic
+
     return Clinic.open(kb).kb
 
 

@@ -32,7 +32,7 @@ def handle_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from ragclinic.ingest.runner import IngestAborted
+        from ragclinic.ingest.result import IngestAborted
 
         try:
             return fn(*args, **kwargs)
@@ -54,6 +54,9 @@ def print_json(data: Any) -> None:
 
 
 def _register() -> None:
+    # each command module imports only typer, rich and these CLI helpers at the top; what a command needs (the
+    # pipeline, numpy, the store, pydantic settings) it imports when it runs: --help stays fast (issue 33), and
+    # tests/cli/test_cold_start.py fails when a heavy module is imported here again
     from ragclinic.cli import ask, check, demo, diagnose, eval, ingest, kb, serve, trace  # noqa: F401  (each module adds its commands)
 
 

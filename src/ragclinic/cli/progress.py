@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
 from ragclinic.cli.main import err
 
 
@@ -16,6 +14,8 @@ class progress_bar:  # noqa: N801 - used as a context manager, like open()
     def __enter__(self):
         if self.quiet:
             return lambda done, total: None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
         self.bar = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                             TimeRemainingColumn(), console=err, transient=True)
         self.bar.__enter__()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -11,15 +11,18 @@ from rich.table import Table
 
 from ragclinic.cli.main import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
-from ragclinic.clinic import Clinic
-from ragclinic.trace.model import Trace
-from ragclinic.trace.store import list_traces
+
+if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
+    from ragclinic.clinic import Clinic
+    from ragclinic.trace.model import Trace
 
 trace_app = typer.Typer(help="Inspect saved query traces.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
 
 def _open(kb: Optional[Path]) -> Clinic:
+    from ragclinic.clinic import Clinic
+
     return Clinic.open(kb, sync_indexes=False)
 
 
@@ -30,6 +33,8 @@ def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--lim
              all_: bool = typer.Option(False, "--all", help="Include the doctor's and debugger's re-runs."),
              json_out: bool = JsonOption) -> None:
     """The most recent queries, newest first (re-runs with --all, or --round ID)."""
+    from ragclinic.trace.store import list_traces
+
     with _open(kb) as clinic:
         rows = list_traces(clinic.kb.db, limit, round_id, reruns=all_)
     if json_out:
@@ -52,6 +57,8 @@ def show_cmd(trace_id: Optional[str] = typer.Argument(None, help="Trace id (or a
              json_out: bool = JsonOption) -> None:
     """One trace: a timeline of the layers, what each produced, and every model call. With --round ID (a root
     trace's id is its round's id): the whole path of one question, trace after trace."""
+    from ragclinic.trace.store import list_traces
+
     if (trace_id is None) == (round_id is None):
         raise fail("give a trace id, or --round ID")
     with _open(kb) as clinic:
