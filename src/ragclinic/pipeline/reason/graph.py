@@ -19,6 +19,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
@@ -84,11 +85,16 @@ _SPECIFIC_CUES_ZH = [
     (r"\d", 0.8),
 ]
 _BIAS = -1.5
-# words of a global question that say "global", not what it is about: not matched against summaries
-_GLOBAL_WORDS = content_terms("across these documents reports files contracts sources main key major principal "
-                              "overall summary summarise summarize overview discussed mentioned described reported "
-                              "common recurring appear several multiple more than one all every related connected "
-                              "这些 文件 文档 报告 合同 材料 主要 总结 概括 提到 涉及 出现 哪些 所有 不止 多份")
+
+
+@cache
+def _global_words() -> frozenset[str]:
+    """Words of a global question that say "global", not what it is about: not matched against summaries.
+    On first use, not at import: analysing the Chinese ones loads jieba's dictionary (0.6 s, issue 33)."""
+    return content_terms("across these documents reports files contracts sources main key major principal "
+                         "overall summary summarise summarize overview discussed mentioned described reported "
+                         "common recurring appear several multiple more than one all every related connected "
+                         "这些 文件 文档 报告 合同 材料 主要 总结 概括 提到 涉及 出现 哪些 所有 不止 多份")
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,7 @@ def community_evidence(kb, question: str, k: int, points_each: int = 3, admit=No
     found = sight.communities(store.communities(kb.db.conn, level=0), community_title)
     if not found:
         return []
-    q_terms = content_terms(question) - _GLOBAL_WORDS or content_terms(question)
+    q_terms = content_terms(question) - _global_words() or content_terms(question)
     qv = kb.embedder.embed_queries([question])[0] if kb.embedder is not None else None
     lexical = np.array([weighted_coverage(q_terms, f"{c.title} {c.summary} {' '.join(c.members)} "
                                                    f"{' '.join(p.text for p in c.points) if sight.restricted else ''}")
