@@ -168,6 +168,10 @@ class Settings(BaseSettings):
     llm_prefix_cache: bool = Field(True, description="Keep the system turn's KV state between local-model calls "
                                                      "(results are identical either way; off: every prompt is "
                                                      "evaluated whole, for comparison).")
+    llm_field_decoding: bool = Field(True, description="Structured answers from a local model: the schema's keys "
+                                                       "and punctuation evaluated in batches, only the values "
+                                                       "sampled (models/fields.py); false: one grammar over the "
+                                                       "whole schema, every token sampled.")
     llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
     llm_isolation: Literal["process", "inline"] = Field(

@@ -198,3 +198,26 @@ def test_contract_a_bad_request_is_a_model_error_and_the_service_lives_on(any_se
         any_service.call({"op": "no-such-op"})
     assert not isinstance(e.value, ModelCrashed)
     assert any_service.call({"op": "count", "text": "x"}) == 1 and any_service.starts == 1
+
+
+def test_a_deferred_start_loads_while_the_caller_goes_on_and_the_first_call_waits_for_it():
+    """`ragclinic ask` retrieves while the model loads: the worker starts on a thread, the first call queues."""
+    svc = service(replies=["ok"])
+    try:
+        lm = ServiceModel(svc, model_id="fake-scripted")
+        assert lm.model_id == "fake-scripted"  # known without waiting for the worker
+        assert lm.chat(MSGS, max_tokens=8).text == "ok" and svc.starts == 1
+    finally:
+        svc.close()
+
+
+def test_a_deferred_start_that_fails_is_a_crash_at_the_first_call_so_the_question_is_answered_without_it():
+    svc = ModelService("no-such-backend", {}, label="the test model")
+    lm = ServiceModel(svc, model_id="local:0123")
+    with pytest.raises(ModelCrashed, match="no backend 'no-such-backend'"):
+        lm.chat(MSGS, max_tokens=8)
+    assert svc.pid is None
+    svc.close()
+    # without a model id the start is waited for, and its failure is the ModelError it always was
+    with pytest.raises(ModelError, match="no backend"):
+        ServiceModel(ModelService("no-such-backend", {}, label="the test model"))

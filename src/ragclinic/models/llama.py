@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ragclinic.errors import ModelError
+from ragclinic.models.fields import decode, plan
 from ragclinic.models.kv_prefix import PrefixStates
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
@@ -56,7 +57,8 @@ class LlamaModel:
         self._lock = threading.Lock()  # one llama context serves one call at a time
         self._memo: OrderedDict[tuple, object] = OrderedDict()
         self._memo_lock = threading.Lock()
-        self._grammars: dict[str, object] = {}  # not the call lock: a recall need not wait for a running call
+        self._grammars: dict[str, object] = {}
+        self.field_decoding = getattr(settings, "llm_field_decoding", True)  # models/fields.py  # not the call lock: a recall need not wait for a running call
         self.memo_hits = 0
         self.prefix_hits = self.prefix_tokens_reused = 0  # system turns reused from the KV cache (see _prime)
         self.prefix_cache = getattr(settings, "llm_prefix_cache", True)
@@ -96,24 +98,52 @@ class LlamaModel:
             if on_token and hit.text:
                 on_token(hit.text)
             return replace(hit, prompt_reused=n_prompt)
+        fields = plan(schema) if self.field_decoding else None
         with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
             tokens, reused = self._prime(messages, prompt)  # see _fresh_state
-            stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
-                                                 top_k=1 if temperature == 0 else 40, stop=self._stop,
-                                                 stream=True, grammar=self._grammar(schema))
-            pieces, finish = [], "stop"
-            for part in stream:
-                choice = part["choices"][0]
-                if choice["text"]:
-                    pieces.append(choice["text"])
-                    if on_token:
-                        on_token(choice["text"])
-                finish = choice.get("finish_reason") or finish
-        text = "".join(pieces)
-        done = Completion(text, n_prompt, self.count_tokens(text) if text else 0, finish, reused)
+            if fields:  # the keys and punctuation evaluated in batches, only the values sampled (models/fields.py)
+                sample = self._sampler(tokens, temperature)
+                text, n_out, finish = decode(fields, sample, max_tokens, on_token)
+            else:
+                text, n_out, finish = self._complete(tokens, self._grammar(schema), self._stop, max_tokens,
+                                                     temperature, on_token)
+                n_out = self.count_tokens(text) if text else 0
+        done = Completion(text, n_prompt, n_out, finish, reused)
         if temperature == 0:
             self._keep(key, done)
         return done
+
+    def _complete(self, tokens: list[int], grammar, stop, max_tokens: int, temperature: float, on_token
+                  ) -> tuple[str, int, str]:
+        """One streamed completion from ``tokens``: (text, pieces sampled, finish reason)."""
+        stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
+                                             top_k=1 if temperature == 0 else 40, stop=stop, stream=True,
+                                             grammar=grammar)
+        pieces, finish, n = [], "stop", 0
+        for part in stream:
+            choice = part["choices"][0]
+            n += 1
+            if choice["text"]:
+                pieces.append(choice["text"])
+                if on_token:
+                    on_token(choice["text"])
+            finish = choice.get("finish_reason") or finish
+        return "".join(pieces), n, finish
+
+    def _sampler(self, prompt_tokens: list[int], temperature: float):
+        """fields.decode's ``sample``: one value after the prompt and the reply so far, under its own grammar."""
+        def sample(text: str, gbnf: str, stop: str, max_tokens: int, on_token) -> tuple[str, int, str]:
+            tokens = prompt_tokens + self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+            return self._complete(tokens, self._gbnf(gbnf), [stop] + self._stop, max_tokens, temperature, on_token)
+
+        return sample
+
+    def _gbnf(self, gbnf: str):
+        from llama_cpp import LlamaGrammar
+
+        if gbnf not in self._grammars:
+            self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
+        return self._grammars[gbnf]
 
     def _grammar(self, schema: dict | None):
         """llama.cpp's grammar for ``schema`` (llama-cpp-python converts a JSON schema to GBNF), built once."""
@@ -216,7 +246,8 @@ class LlamaModel:
 
 def load_llama(name: str, settings) -> LlamaModel:
     """One loaded model per (name, context size, threads) per process: loading costs ~1 s and ~1 GB."""
-    key = (name, settings.llm_n_ctx, settings.llm_threads, getattr(settings, "llm_prefix_cache", True))
+    key = (name, settings.llm_n_ctx, settings.llm_threads, getattr(settings, "llm_prefix_cache", True),
+           getattr(settings, "llm_field_decoding", True))
     with _LOAD_LOCK:
         if key not in _LOADED:
             _LOADED[key] = LlamaModel(WEIGHTS[name], settings)
@@ -238,7 +269,9 @@ def create_local(name: str, settings):
         return load_llama(name, settings)
     from ragclinic.models.service import ServiceModel, shared_service
 
-    return ServiceModel(shared_service(name, settings))
+    spec = WEIGHTS[name]
+    weights_path(spec, settings.cache_dir)  # missing or corrupt weights: ModelError now, before any worker
+    return ServiceModel(shared_service(name, settings), model_id=f"{spec.name}:{spec.sha256[:12]}")
 
 
 LANGUAGE_MODELS.register("local", lambda settings: create_local("local", settings))

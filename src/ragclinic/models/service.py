@@ -32,6 +32,10 @@ from ragclinic.models.llm import Completion, Message, TokenCallback
 _EOF = object()
 
 
+class StartFailed(ModelError):
+    """The worker could not load the model (it died loading it, or answered that it cannot)."""
+
+
 def describe_exit(code: int | None) -> str:
     """``-11`` → "SIGSEGV"; a plain exit code → "exit code 3"."""
     if code is None:
@@ -84,6 +88,17 @@ class ModelService:
         with self._lock:
             return self._ensure().info
 
+    def start_soon(self) -> None:
+        """Start the worker on a thread (the command goes on to retrieval meanwhile); the first call waits for it on
+        the queue's lock, and a start that failed is tried again there, where its error is raised."""
+        def run() -> None:
+            try:
+                self.start()
+            except BaseException:  # noqa: BLE001 - the first call starts it again and raises the error
+                pass
+
+        threading.Thread(target=run, daemon=True, name="ragclinic-model-start").start()
+
     def close(self) -> None:
         with self._lock:
             self._stop()
@@ -107,8 +122,11 @@ class ModelService:
             reply = self._request({"op": "load", "name": self.name, "settings": self.settings,
                                    "options": self.options})
         except ModelCrashed as e:
-            raise ModelError(f"{self.label} could not start: {e.reason}") from None
-        except BaseException:  # the load failed (or was interrupted): no half-started worker stays
+            raise StartFailed(f"{self.label} could not start: {e.reason}") from None
+        except ModelError as e:  # the worker answered that it cannot load the model
+            self._stop(kill=True)
+            raise StartFailed(str(e)) from None
+        except BaseException:  # interrupted: no half-started worker stays
             self._stop(kill=True)
             raise
         w.info = {k: reply[k] for k in ("model_id", "backend", "seconds", "pid")}
@@ -215,22 +233,38 @@ def _drain(stream, tail: deque) -> None:
 class ServiceModel:
     """The LanguageModel that runs in a :class:`ModelService` worker."""
 
-    def __init__(self, service: ModelService) -> None:
+    def __init__(self, service: ModelService, model_id: str | None = None) -> None:
+        """``model_id`` known beforehand (from the weights' spec): the worker starts on a thread and the first call
+        waits for it — a cold ``ragclinic ask`` retrieves while the model loads. A start that fails then surfaces
+        at that call as a crash (the question is answered without the model, and says so) rather than here."""
         self.service = service
-        self.model_id = service.start()["model_id"]
+        self.deferred = model_id is not None
+        if model_id is None:
+            self.model_id = service.start()["model_id"]
+        else:
+            self.model_id = model_id
+            service.start_soon()
+
+    def _call(self, request: dict, on_token: TokenCallback | None = None):
+        try:
+            return self.service.call(request, on_token)
+        except StartFailed as e:
+            if self.deferred:
+                raise ModelCrashed(str(e)) from None
+            raise
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
-        text, prompt, completion, finish, *reused = self.service.call(
+        text, prompt, completion, finish, *reused = self._call(
             {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
              "stream": on_token is not None, "schema": schema}, on_token)
         return Completion(text, prompt, completion, finish, reused[0] if reused else 0)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
-        return self.service.call({"op": "probs", "messages": _dump(messages), "candidates": list(candidates)})
+        return self._call({"op": "probs", "messages": _dump(messages), "candidates": list(candidates)})
 
     def count_tokens(self, text: str) -> int:
-        return self.service.call({"op": "count", "text": text})
+        return self._call({"op": "count", "text": text})
 
 
 def _dump(messages: Sequence[Message]) -> list[list[str]]:
@@ -244,13 +278,14 @@ _SERVICES_LOCK = threading.Lock()
 def shared_service(name: str, settings) -> ModelService:
     """The process's service for this model (one worker however many pipelines use it)."""
     key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant,
-           settings.llm_prefix_cache)
+           settings.llm_prefix_cache, settings.llm_field_decoding)
     with _SERVICES_LOCK:
         svc = _SERVICES.get(key)
         if svc is None:
             payload = {"cache_dir": str(settings.cache_dir), "llm_n_ctx": settings.llm_n_ctx,
                        "llm_threads": settings.llm_threads, "seed": settings.seed,
-                       "llm_prefix_cache": settings.llm_prefix_cache}
+                       "llm_prefix_cache": settings.llm_prefix_cache,
+                       "llm_field_decoding": settings.llm_field_decoding}
             svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
                                timeout=settings.llm_call_timeout, label=f"the {name} model")
             _SERVICES[key] = svc

@@ -15,6 +15,9 @@ from ragclinic.pipeline.generate import GenerateInput, check_claims, violations
 from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import check_items, declines
+from ragclinic.pipeline.generate.structured import Item, Reply
+from ragclinic.pipeline.generate.structured import render as render_reply
+from ragclinic.text.lang import language_of
 from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
 from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
 from ragclinic.pipeline.gate.templates import render
@@ -148,6 +151,9 @@ def _path(ctx, state: AskState, decision, scored):
 
 
 def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
+    shown = _Shown(ctx.on_token)
+    if ctx.on_token is not None:
+        ctx = replace(ctx, on_token=shown)
     q, d, s = state.request.question, state.decision, ctx.settings
     flags: list[str] = list(ctx.flags)
     drafts: list[Draft] = []
@@ -162,7 +168,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         generator = "template"
         if ctx.on_token:
             ctx.on_token(text)
-    claims = _claims(ctx, state, drafts, text, passages) if d.route == "answer" else []
+    claims, text = _claims(ctx, state, drafts, text, passages) if d.route == "answer" else ([], text)
     route, unbacked = d.route, {}
     if route == "answer" and _unbacked(claims, ctx.judge):
         text, generator, route, claims, unbacked = _retry_unsupported(ctx, state, text, generator, claims, drafts,
@@ -176,6 +182,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         text, claims = _causal_direction(ctx, state, text, claims, flags)
     if route == "answer" and d.path in ("global", "mixed") and generator != "extractive":
         text, claims = graph_steps.with_points(ctx, state, text, claims, flags)
+    shown.close(text, drafts)
     flags += [f"instruction_removed: {where}" for where in removal_places(state.excluded)]
     flags += [f"violation: {v}" for v in violations(text)]
     flags += [f"invalid_citation: {c.text[:60]}" for c in claims if c.verdict == "invalid_citation"]
@@ -184,14 +191,14 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     by_n = {p.n: p for p in state.passages}
     citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
                                by_n[n].doc.title) for n in cited if n in by_n)
-    chain = None
+    chain, notes = None, []
     if route == "answer" and d.question_type == "causal" and causal.enabled(ctx.kb):
-        text, chain, citations = _with_chain(ctx, state, text, citations, by_n)
+        text, chain, citations, notes = _with_chain(ctx, state, text, citations, by_n)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
                     _confidence(d, claims, route), generator, tuple(flags),
                     plan=tuple(tooled.plan) if tooled else (), tools=tuple(tooled.tools) if tooled else (),
                     causal_chain=tuple(chain.links) if chain else (),
-                    evidence_strength=chain.strength if chain else "")
+                    evidence_strength=chain.strength if chain else "", notes=tuple(notes))
     if unbacked and len(drafts) > 1:
         unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     out = {"answer": answer.to_json(), "prompt_tokens": sum(x.prompt_tokens for x in drafts),
@@ -201,6 +208,30 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     if unbacked:
         out["unsupported_draft"] = unbacked
     return replace(state, answer=answer), out
+
+
+class _Shown:
+    """What the user has been shown of this layer's answer as it streamed; ``close`` completes it so that the stream
+    ends with the final text: the rest of it (the citation marks) when the last draft's streamed text is its
+    start, else the final text on a line of its own — unless the stream already ends with it."""
+
+    def __init__(self, on_token) -> None:
+        self.on_token, self.text = on_token, ""
+
+    def __call__(self, piece: str) -> None:
+        self.text += piece
+        self.on_token(piece)
+
+    def close(self, final: str, drafts: list[Draft]) -> None:
+        if self.on_token is None or not final or self.text.rstrip().endswith(final.strip()):
+            return
+        streamed = drafts[-1].streamed if drafts and drafts[-1].items is not None else ""
+        if streamed and self.text.endswith(streamed) and final.startswith(streamed):
+            self(final[len(streamed):])
+        elif not streamed and not self.text.strip():
+            self(final)
+        else:
+            self("\n" + final)
 
 
 _CHAIN_NOTE = {
@@ -223,9 +254,8 @@ def _causal_direction(ctx, state: AskState, text: str, claims, flags: list[str])
 
 
 def _with_chain(ctx, state: AskState, text: str, citations, by_n):
-    """A causal answer states the chain the passages give, cited, and the evidence's strength when not strong."""
-    from ragclinic.text.lang import language_of
-
+    """A causal answer states the chain the passages give, cited; the evidence's strength, when not strong, is a note
+    beside it (text, chain, citations, notes)."""
     lang = "zh" if language_of(state.request.question) == "zh" else "en"
     n_of = {p.chunk.id: p.n for p in state.passages}
     chain = causal.chain_for(ctx.kb, state.request.question, list(n_of))
@@ -233,12 +263,13 @@ def _with_chain(ctx, state: AskState, text: str, citations, by_n):
     if chain.links:
         text = f"{text}\n{'因果链' if lang == 'zh' else 'Chain'}: {chain.text()} {cites}"
     related = "".join(f"[{c.n}]" for c in citations) or "".join(f"[{p.n}]" for p in state.passages[:2])
+    notes = []
     if (lang, chain.strength) in _CHAIN_NOTE:
-        text += "\n" + _CHAIN_NOTE[(lang, chain.strength)].format(why=chain.why, cites=related)
+        notes.append(_CHAIN_NOTE[(lang, chain.strength)].format(why=chain.why, cites=related))
     have = {c.n for c in citations}
     extra = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
                            by_n[n].doc.title) for n in sorted({n_of[c] for c in chain.chunk_ids()} - have))
-    return text, chain, tuple(sorted(citations + extra, key=lambda c: c.n))
+    return text, chain, tuple(sorted(citations + extra, key=lambda c: c.n)), notes
 
 
 def _tools(ctx, state: AskState, flags: list[str]):
@@ -350,13 +381,21 @@ def _drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draf
     return draft.text, draft.generator
 
 
-def _claims(ctx, state: AskState, drafts: list[Draft], text: str, passages) -> list:
-    """The answer's claims: a structured draft's items, else the sentences of the text the system wrote."""
+def _claims(ctx, state: AskState, drafts: list[Draft], text: str, passages) -> tuple[list, str]:
+    """The answer's claims — a structured draft's items, else the sentences of the text the system wrote — and the
+    text, re-rendered when the checks kept fewer of a claim's citations (only the passages that state it)."""
     draft = drafts[-1] if drafts else None
     q = state.request.question
-    if draft is not None and draft.items is not None:
-        return check_items(draft.items, passages, ctx.judge, ctx.settings, q) if draft.status != "not_in_documents" else []
-    return check_claims(text, passages, ctx.judge, ctx.settings, q)
+    if draft is None or draft.items is None:
+        return check_claims(text, passages, ctx.judge, ctx.settings, q), text
+    if draft.status == "not_in_documents":
+        return [], text
+    claims = check_items(draft.items, passages, ctx.judge, ctx.settings, q)
+    if [c.cited for c in claims] != [tuple(dict.fromkeys(i.evidence)) for i in draft.items if i.text.strip()]:
+        items = tuple(Item(c.text, c.cited) for c in claims)
+        text = render_reply(Reply(draft.status, items, draft.reply_form), language_of(q) == "zh",
+                      numbered=state.decision.question_type == "how-to", valid={p.n for p in passages})
+    return claims, text
 
 
 def _declined(drafts: list[Draft], text: str) -> bool:
@@ -395,7 +434,7 @@ def _again(ctx, state: AskState, passages, drafts: list[Draft], variant: int, wh
     extra: list[str] = []
     st = replace(state, request=replace(state.request, prompt_variant=variant)) if variant else state
     text, generator = _drafted(ctx, st, passages, extra, drafts)
-    claims = _claims(ctx, st, drafts, text, passages)
+    claims, text = _claims(ctx, st, drafts, text, passages)
     if any(c.verdict in ("supported", "uncited") for c in claims) and not _declined(drafts, text):
         return text, generator, claims, extra
     return None

@@ -100,7 +100,8 @@ def test_llm_generator_asks_for_the_schema_renders_and_streams_the_answer_field(
                                           pieces.append)
     assert lm.schemas[-1]["required"] == ["status", "answer", "evidence"]
     assert draft.text == "3.9% per year [1]." and draft.items[0].evidence == (1,) and draft.reply_form == "json"
-    assert "".join(pieces) == draft.text and draft.prompt_tokens > 0 and draft.generator == "fake-scripted"
+    assert "".join(pieces) == draft.streamed == "3.9% per year"  # the marks come once the layer checked them
+    assert draft.prompt_tokens > 0 and draft.generator == "fake-scripted"
     assert not any("{" in p or "status" in p for p in pieces)  # the JSON itself never reaches the user
 
 
@@ -111,7 +112,7 @@ def test_llm_generator_reads_a_free_text_reply_as_one_claim():
     draft = LLMGenerator(lm, 64).generate(GenerateInput("q?", tuple(_passages()), GateDecision("answer", "factual",
                                                                                                  0.9, "")), pieces.append)
     assert draft.text == "The note yields 3.9% per year [1]." and draft.reply_form == "text"
-    assert "".join(pieces) == draft.text
+    assert draft.text.startswith("".join(pieces))
 
 
 def test_pipeline_flags_bad_citations_and_outside_knowledge(tmp_path):
@@ -137,3 +138,37 @@ def test_sentences_never_split_inside_quotations():
 
     assert _sentences('He said "Stop! Now." and left. Then it rained.') == ['He said "Stop! Now." and left.',
                                                                           "Then it rained."]
+
+
+def test_a_short_answer_whose_number_no_cited_passage_has_is_unsupported_whatever_the_judge_says(make_settings):
+    """"How many legs does a spider have?" answered "6 [1]" from passages without a 6: never a clean answer."""
+    judge = LogitJudge(ScriptedLanguageModel(yes_prob=0.99))
+    from ragclinic.pipeline.generate.citations import check_items
+    from ragclinic.pipeline.generate.structured import Item
+
+    claims = check_items([Item("6", (1,))], _passages(), judge, make_settings(), "How many legs does a spider have?")
+    assert claims[0].verdict == "unsupported" and claims[0].checked_by.startswith("numbers: 6")
+    claims = check_items([Item("3.9% per year", (1,))], _passages(), judge, make_settings(), "What does it yield?")
+    assert claims[0].verdict == "supported"
+
+
+def test_the_stream_ends_with_exactly_the_answer_the_pipeline_returns(tmp_path):
+    """The terminal shows what `--json` returns: the answer field streams, then its checked citation marks — only
+    the cited passages that state the claim (the small model lists every passage it was shown)."""
+    kb = build_kb(tmp_path, BOND_DOCS)
+
+    def reply(messages):
+        import re
+
+        ns = re.findall(r"^\[(\d+)\]", messages[-1].content, re.M)
+        return ('{"status": "answered", "answer": "Duration measures how much a bond price moves when interest '
+                'rates change", "evidence": [' + ", ".join(ns[:3]) + "]}")
+
+    pieces = []
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([reply], yes_prob=0.9)).ask("What does duration measure?",
+                                                                               on_token=pieces.append)
+    a = state.answer
+    assert a.route == "answer" and "".join(pieces) == a.text
+    assert len(a.citations) == 1 and "duration" in a.citations[0].text.lower()  # the others do not state it
+    assert a.text.endswith(f"[{a.citations[0].n}].")
+    kb.close()

@@ -35,7 +35,9 @@ def test_draft_and_stream(generator):
     pieces: list[str] = []
     d = generator.generate(_inp(), pieces.append)
     assert isinstance(d, Draft) and d.text and d.generator
-    assert "".join(pieces).strip() == d.text
+    # what streamed is the answer, or (a structured draft) its start: the marks come once the layer checked them
+    streamed = "".join(pieces).strip()
+    assert streamed == d.text or (d.items is not None and streamed == d.streamed and d.text.startswith(streamed))
 
 
 def test_cites_only_given_passages(generator):

@@ -3,6 +3,8 @@ verifier ruled out; citations keep the passages' numbers; the trace keeps both."
 
 from __future__ import annotations
 
+import re
+
 from helpers import BOND_DOCS, build_kb
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.base import GenerateInput
@@ -70,8 +72,8 @@ def test_the_pipeline_shows_the_selection_and_keeps_citations_on_the_right_chunk
     prompt = next(m for kind, m in lm.calls if kind == "chat")[-1].content
     assert ctx["chars_shown"] < ctx["chars_full"] and "ladder" not in prompt
     for n, text in ctx["shown"].items():
-        assert f"\n[{n}] " in prompt and text in prompt
-    assert all(f"\n[{n}] " not in prompt for n in ctx["dropped"])
+        assert re.search(rf"^\[{n}\] ", prompt, re.M) and text in prompt
+    assert not any(re.search(rf"^\[{n}\] ", prompt, re.M) for n in ctx["dropped"])
     whole = {p["n"]: p for p in trace.span("gate").outputs["passages"]}
     assert any("ladder" in str(p) for p in whole.values())  # the trace keeps the passages whole
     assert all(c.chunk_id == next(p.chunk.id for p in state.passages if p.n == c.n) for c in state.answer.citations)

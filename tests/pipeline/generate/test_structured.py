@@ -105,8 +105,18 @@ def test_the_stream_passes_free_text_through_and_corrects_at_the_end():
     s = FieldStream(pieces.append, zh=False)
     for piece in ["Sundar", " Pichai", " [2]."]:
         s(piece)
-    assert "".join(pieces) == "Sundar Pichai [2]."
+    assert "".join(pieces) == "Sundar Pichai [2]"  # a closing full stop waits for what follows
     s.finish("Sundar Pichai [2].")
     assert "".join(pieces) == "Sundar Pichai [2]."
     s.finish("Another answer.")  # the final text differs: it is shown on its own line
     assert "".join(pieces).endswith("\nAnother answer.")
+
+
+def test_a_sentence_answer_streams_so_that_its_marks_land_before_its_full_stop():
+    pieces = []
+    s = FieldStream(pieces.append, zh=False)
+    for piece in ['{"status": "answered", "answer": "Rates rose by 3.', '5 points', '.", "evidence": [1]}']:
+        s(piece)
+    assert "".join(pieces) == "Rates rose by 3.5 points"
+    s.finish("Rates rose by 3.5 points [1].")
+    assert "".join(pieces) == "Rates rose by 3.5 points [1]."

@@ -35,6 +35,7 @@ class Draft:
     items: tuple[Item, ...] | None = None
     status: str = "answered"  # "answered", "not_in_documents", "conflict"
     reply_form: str = ""  # "json": the model followed the schema; "text": a free-text reply read as one item
+    streamed: str = ""  # what the user has seen of it so far (the answer field; the marks come once checked)
 
 
 class Generator(Protocol):

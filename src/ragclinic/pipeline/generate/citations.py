@@ -16,12 +16,12 @@ from ragclinic.models.judge import Judge
 from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.text.lang import detect_language
-from ragclinic.text.support import content_terms, lexical_support
+from ragclinic.text.support import content_terms, lexical_support, numbers
 from ragclinic.types import Claim, Passage
 from ragclinic.verify import cheap, task_threshold
 from ragclinic.verify.answer_check import backing
 from ragclinic.pipeline.generate.structured import Item
-from ragclinic.verify.base import judge_text
+from ragclinic.verify.base import SHORT_ANSWER_TERMS, judge_text
 
 CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
 VIOLATION_PHRASES = (
@@ -129,14 +129,45 @@ def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge
             claims.append(Claim(bare, cited, "invalid_citation", 0.0, "", f"no passage {bad}"))
             continue
         pool = [by_n[n] for n in cited] if cited else list(passages)
-        if cheap(judge) and pool:
+        if (missing := _numbers_missing(bare, pool)) and pool:
+            verdict, score, best, by = "unsupported", 0.0, pool[0], f"numbers: {', '.join(sorted(missing))} in no passage"
+        elif cheap(judge) and pool:
             verdict, score, best, by = _verified(judge, bare, pool, question)
         else:
-            verdict, score, best, by, judge_budget = _judged(judge, bare, pool, settings, judge_budget)
+            verdict, score, best, by, judge_budget = _judged(judge, judge_text(bare, question), pool, settings,
+                                                             judge_budget)
         if not cited and verdict == "supported":
             verdict = "uncited"
+        if verdict == "supported" and len(cited) > 1:
+            cited = _stating(judge, bare, [by_n[n] for n in cited], best, settings, question)
         claims.append(Claim(bare, cited, verdict, round(score, 4), best.chunk.id if best else "", by))
     return claims
+
+
+def _stating(judge, claim: str, cited: Sequence[Passage], best: Passage, settings, question: str) -> tuple[int, ...]:
+    """Of a supported claim's cited passages, those that state it (the small model lists every passage it was
+    shown): by the verifier when it is cheap, else by words and numbers; the best one at least."""
+    def states(p: Passage) -> bool:
+        if p is best:
+            return True
+        if cheap(judge):
+            return (judge.judge("support", p.chunk.text, judge_text(claim, question))
+                    >= task_threshold(judge, "support", 0.5) or bool(question and backing(question, claim, p.chunk.text).backed))
+        return lexical_support(claim, p.chunk.text) >= settings.claim_lexical_threshold
+    return tuple(p.n for p in cited if states(p))
+
+
+def _numbers_missing(claim: str, pool: Sequence[Passage]) -> set[str]:
+    """The numbers a short answer ("6", "1361万人", "July 29, 2021") states that none of ``pool`` has: such an
+    answer cannot rest on them, whatever a judge's probability says. Longer claims are left to the judge (their
+    numbers may be written out: "two steps")."""
+    if len(content_terms(claim)) >= SHORT_ANSWER_TERMS:
+        return set()
+    said = numbers(claim)
+    if not said:
+        return set()
+    have = set().union(*(numbers(p.chunk.text) for p in pool)) if pool else set()
+    return set(said) - have
 
 
 def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage, str]:

@@ -12,7 +12,8 @@ from ragclinic.models.llm import Message
 from ragclinic.pipeline.generate.base import GenerateInput, number_of
 
 _FIELDS = {
-    "short": ('"answer": the short answer itself — a name, date, number or term, or one sentence when it needs one; '
+    "short": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
+              'it asks for one, else one sentence; '
               '"evidence": the numbers of the sources that state it.'),
     "points": ('"points": the answer as short statements, each with "text" and "evidence" (the numbers of the sources '
                'that state it). One statement for each step, item, cause or side the question asks for.'),
@@ -32,6 +33,8 @@ VARIANTS = {
 
 
 def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
+    # the question before the sources too: without it the 0.5B model answered "Duration [1]." to "What does
+    # duration measure?" (tests/test_e2e_local_small.py)
     lines = [f"Question: {inp.question}", ""]
     if inp.sub_questions:
         lines[1:1] = ["Answer each part, one statement or more for each:"] + [

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 STATUSES = ("answered", "not_in_documents", "conflict")
-_EVIDENCE = {"type": "array", "items": {"type": "integer"}}
+_EVIDENCE = {"type": "array", "items": {"type": "integer"}, "maxItems": 3}
 SCHEMAS = {
     "short": {"type": "object", "additionalProperties": False, "required": ["status", "answer", "evidence"],
               "properties": {"status": {"type": "string", "enum": list(STATUSES)}, "answer": {"type": "string"},
@@ -161,6 +161,7 @@ class FieldStream:
         return str(data.get("answer", ""))
 
     def _emit(self, text: str) -> None:
+        text = text.rstrip(" " + _END)  # held back until more follows: the marks go before a closing full stop
         if text.startswith(self.sent) and len(text) > len(self.sent):
             self.on_token(text[len(self.sent):])
             self.sent = text
