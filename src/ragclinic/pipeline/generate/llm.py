@@ -31,7 +31,7 @@ class LLMGenerator:
         else:
             text = render(reply, zh, numbered=d.question_type == "how-to", valid=valid)
         # the citation marks are not streamed here: the generate layer keeps only the cited passages that state a
-        # claim, then completes the stream with the final text (layers._Shown)
+        # claim, then completes the stream with the final text (generate/layer.py _Shown)
         return Draft(text, self.lm.model_id, done.prompt_tokens, done.completion_tokens, done.finish_reason,
                      items=reply.items, status=reply.status, reply_form=reply.form,
                      streamed=stream.sent if stream is not None else "")

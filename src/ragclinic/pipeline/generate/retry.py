@@ -1,0 +1,106 @@
+"""When the first answer cannot stand: none of its claims is in the passages (answered again from the passages the
+verifier found sufficient, else refused), the model declined over a passage the verifier is sure of (asked once
+more), or it breaks a year or ordinal the question asks about (answered again from passages that have it, else
+refused with the reason)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.generate.base import Draft
+from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
+from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
+from ragclinic.pipeline.generate.draft import answer_again
+from ragclinic.pipeline.state import AskState
+from ragclinic.types import Passage
+from ragclinic.verify import cheap
+
+
+def retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, drafts: list[Draft],
+                       flags: list[str]):
+    """Answer-then-verify: the verifier finds none of the answer's claims in the passages — the model answered
+    from a passage that does not say it (same topic, another event) or from memory. Answer once more from the
+    passages the verifier found sufficient (not the ones that answer cited); else say so, do not guess.
+    (text, generator, route, claims, the withdrawn draft)."""
+    q = state.request.question
+    best = max(c.score for c in claims)
+    unbacked = {"text": text, "claims": [asdict(c) for c in claims]}
+    note = f"no passage states the model's answer (best support P={best:.2f}, {ctx.judge.model_id})"
+    retry = _verified_passages(ctx, state, claims) if state.draft is None else ()
+    again = answer_again(ctx, state, retry, drafts, 0, "not in the documents") if retry else None
+    if again:
+        text, generator, claims, extra = again
+        flags += extra + [f"answer_regenerated: {note}; answered again from passage(s) "
+                          f"{', '.join(f'[{p.n}]' for p in retry)}"]
+        return text, generator, "answer", claims, unbacked
+    text = render("no_evidence", q)
+    flags.append(f"answer_unsupported: {note}; refused")
+    if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+        ctx.on_token(f"\n[not in the documents: the answer above is withdrawn]\n{text}")
+    return text, "template", "refuse", [], unbacked
+
+
+def retry_declined(ctx, state: AskState, text: str, generator: str, drafts: list[Draft], flags: list[str]):
+    """The model said the documents do not say. When the verifier is sure a passage answers, ask once more from
+    the verified passages, most sufficient first (the 1.5B model declines multi-hop questions that the same
+    passages answer); else it is the refusal it says. (text, generator, route, claims, the declined draft)."""
+    retry = _declined_retry(ctx, state)
+    again = answer_again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
+    if again:
+        declined, (text, generator, claims, extra) = text, again
+        flags += extra + [f"answer_regenerated: the model said the documents do not say, the verifier gave "
+                          f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in retry)}"]
+        return text, generator, "answer", claims, {"text": declined, "claims": []}
+    flags.append("generator_declined: the model found no answer in the passages")
+    if retry and ctx.on_token:
+        ctx.on_token(f"\n[no answer from the verified passages either]\n{text}")
+    return text, generator, "refuse", [], {}
+
+
+def constraint_retry(ctx, state: AskState, broken, drafts: list[Draft], flags: list[str]):
+    """The answer breaks a year or ordinal the question asks about (generate/constraint_check.py): answer again from
+    the passages that have the asked value, else refuse and say which value the documents give.
+    (text, generator, route, claims)."""
+    q = state.request.question
+    note = "; ".join(dict.fromkeys(b.describe() for b in broken))
+    good = matching_passages(q, state.passages, broken) if state.draft is None else ()
+    again = answer_again(ctx, state, good, drafts, 0, "the question asks about another year") if good else None
+    if again and not broken_constraints(q, again[2], good):
+        text, generator, claims, extra = again
+        flags += extra + [f"constraint_regenerated: {note}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in good)}"]
+        return text, generator, "answer", claims
+    text = constraint_refusal(q, broken)
+    flags.append(f"constraint_refused: {note}")
+    if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+        ctx.on_token(f"\n{text}")
+    return text, "template", "refuse", []
+
+
+def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
+    """The verified passages to answer again from after a decline: only when the best reaches
+    ``decline_retry_evidence`` by a cheap verifier and no treatment wrote the answer."""
+    if not cheap(ctx.judge) or state.draft is not None:
+        return ()
+    good = _verified_passages(ctx, state, [])
+    return good if good and good[0].support >= ctx.settings.decline_retry_evidence else ()
+
+
+def _verified_passages(ctx, state: AskState, failed_claims) -> tuple[Passage, ...]:
+    """The passages the verifier found sufficient, best first (at most 3), without those the failed answer cited."""
+    from ragclinic.models.judge import relevance_threshold
+
+    need = relevance_threshold(ctx.judge, ctx.settings.gate_threshold_judge)
+    used = {n for c in failed_claims for n in c.cited}
+    good = sorted((p for p in state.passages if p.support >= need and p.n not in used and p.support_by != "lexical"),
+                  key=lambda p: -p.support)
+    return tuple(good[:3])
+
+
+def none_backed(claims, judge) -> bool:
+    """Every checkable claim of the answer unsupported or contradicted, by a cheap verifier (the 1.5B judge is not
+    trusted with this: it is asked only about claims word overlap doubts)."""
+    checked = [c for c in claims if c.verdict != "invalid_citation"]
+    return cheap(judge) and bool(checked) and all(c.verdict in ("unsupported", "contradicted") for c in checked)
