@@ -172,3 +172,20 @@ def test_the_stream_ends_with_exactly_the_answer_the_pipeline_returns(tmp_path):
     assert len(a.citations) == 1 and "duration" in a.citations[0].text.lower()  # the others do not state it
     assert a.text.endswith(f"[{a.citations[0].n}].")
     kb.close()
+
+
+def test_a_short_answer_that_only_echoes_the_questions_number_is_unsupported(make_settings):
+    """"6" to "第六届立法会有多少个议席？" (the model echoed the ordinal) — however sure the verifier is."""
+    from ragclinic.pipeline.generate.citations import check_items
+    from ragclinic.pipeline.generate.structured import Item
+
+    zh = _passages()[:1]
+    zh = [dataclasses.replace(zh[0], hit=dataclasses.replace(zh[0].hit, chunk=dataclasses.replace(
+        zh[0].chunk, text="第六届立法会选举于2016年举行，共有6个选区。", language="zh")))]
+    judge = LogitJudge(ScriptedLanguageModel(yes_prob=0.99))
+    q = "香港第六届立法会选举有多少个议席？"
+    assert check_items([Item("6", (1,))], zh, judge, make_settings(), q)[0].verdict == "unsupported"
+    # a number the question does not hold, and a choice between the question's numbers, are judged as usual
+    assert check_items([Item("2016", (1,))], zh, judge, make_settings(), "第六届立法会选举在哪一年举行？")[0].verdict \
+        == "supported"
+    assert check_items([Item("6", (1,))], zh, judge, make_settings(), "选区是6个还是7个？")[0].verdict == "supported"

@@ -131,6 +131,8 @@ def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge
         pool = [by_n[n] for n in cited] if cited else list(passages)
         if (missing := _numbers_missing(bare, pool)) and pool:
             verdict, score, best, by = "unsupported", 0.0, pool[0], f"numbers: {', '.join(sorted(missing))} in no passage"
+        elif pool and _repeats_question(bare, question):
+            verdict, score, best, by = "unsupported", 0.0, pool[0], "the answer only repeats the question's number"
         elif cheap(judge) and pool:
             verdict, score, best, by = _verified(judge, bare, pool, question)
         else:
@@ -168,6 +170,21 @@ def _numbers_missing(claim: str, pool: Sequence[Passage]) -> set[str]:
         return set()
     have = set().union(*(numbers(p.chunk.text) for p in pool)) if pool else set()
     return set(said) - have
+
+
+_CHOICE = re.compile(r"\bor\b|还是|或者|哪个更|哪一个", re.I)
+
+
+def _repeats_question(claim: str, question: str) -> bool:
+    """A short answer whose numbers all come from the question and that says nothing else ("6" to
+    "第六届立法会有多少个议席？": the model echoed the ordinal) answers nothing. Choice questions ("1990 or 1995?")
+    are left alone: their answer is in the question."""
+    if not question or _CHOICE.search(question) or len(content_terms(claim)) >= SHORT_ANSWER_TERMS:
+        return False
+    said = numbers(claim)
+    if not said or not said <= numbers(question):
+        return False
+    return not (content_terms(claim) - content_terms(question) - said)
 
 
 def _verified(verifier, claim: str, pool: Sequence[Passage], question: str) -> tuple[str, float, Passage, str]:
