@@ -27,6 +27,7 @@ def _isolated_env(monkeypatch, tmp_path_factory):
         if k.startswith("RAGCLINIC_"):
             monkeypatch.delenv(k)
     monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("RAGCLINIC_LLM_WARM_SECONDS", "0")  # no test leaves a warm model worker behind (models/warm.py)
     monkeypatch.setenv("RAGCLINIC_JUDGE", "llm")
     monkeypatch.setenv("RAGCLINIC_INSTRUCTION_DETECTOR", "rules")
 

@@ -179,6 +179,11 @@ class Settings(BaseSettings):
                                "extractive answer, not the command); inline: in this process.")
     llm_call_timeout: float = Field(900.0, gt=0, description="Seconds one model call may take before its worker "
                                                             "is treated as hung, killed and replaced.")
+    llm_warm_seconds: float = Field(300.0, ge=0, description="ask, chat and diagnose use a local-model worker that "
+                                                             "stays warm between commands (one per user and model "
+                                                             "configuration, on a Unix socket) and exits after "
+                                                             "this many idle seconds; 0: each command starts its "
+                                                             "own.")
     llm_cpu_variant: str = Field("", description="llama.cpp CPU variant to load (haswell, skylakex, icelake, "
                                                  "zen4, ...); empty = the best this CPU runs (never AMX).")
     seed: int = Field(0, ge=0)

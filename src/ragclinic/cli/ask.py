@@ -42,7 +42,9 @@ RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
 def open_clinic(kb: Optional[Path], llm: Optional[str], quiet: bool, **settings) -> Clinic:
     """The CLI's Clinic: the knowledge base at ``kb`` (which must exist), warnings on stderr unless ``quiet``."""
     from ragclinic.clinic import Clinic
+    from ragclinic.models import warm
 
+    warm.opt_in()  # a one-shot command: its local model may be the user's warm worker (llm_warm_seconds)
     c = Clinic.open(kb, llm=llm, on_warning=None if quiet else _warn, **settings)
     c.kb  # noqa: B018 - fail now, before any model loads, when there is no knowledge base
     return c

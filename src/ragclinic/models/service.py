@@ -9,12 +9,17 @@ If the worker dies — a signal (SIGSEGV in llama.cpp, SIGKILL from the OOM kill
 (SIGABRT), or it stops answering for ``llm_call_timeout`` seconds — the call in flight raises
 :class:`~ragclinic.errors.ModelCrashed` with the reason, the service forgets the worker, and the next call
 starts a new one. The pipeline answers that question extractively and says why.
+
+A service given a :class:`~ragclinic.models.warm.WarmSpec` (the CLI's one-shot commands, ``llm_warm_seconds`` > 0)
+first connects to the user's warm worker for this model (models/warm.py: one per user and configuration, on a
+Unix socket, alive between commands) and starts a private worker only when that fails.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import queue
 import signal
@@ -30,6 +35,7 @@ from ragclinic.errors import ModelCrashed, ModelError
 from ragclinic.models.llm import Completion, Message, TokenCallback
 
 _EOF = object()
+log = logging.getLogger("ragclinic.models.service")
 
 
 class StartFailed(ModelError):
@@ -56,28 +62,71 @@ class _Worker:
     stderr_tail: deque = field(default_factory=lambda: deque(maxlen=30))
     info: dict = field(default_factory=dict)
 
+    # what ModelService asks of a worker; models/warm.py's WarmWorker answers the same for a warm one
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        self.proc.kill()
+
+    def ended(self) -> str:
+        """Why it ended (waits for the exit status; kills it if it does not exit)."""
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        return describe_exit(code)
+
+    def stop(self, kill: bool = False) -> None:
+        try:
+            if self.alive() and not kill:
+                self.send(json.dumps({"op": "quit"}) + "\n")
+                self.proc.wait(timeout=5)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()
+            except (OSError, ValueError):
+                pass
 
 
 class ModelService:
     """Owns at most one worker process at a time; starts one on demand, replaces it after a crash."""
 
     def __init__(self, name: str, settings: dict, *, options: dict | None = None, timeout: float = 900.0,
-                 label: str | None = None) -> None:
+                 label: str | None = None, warm=None) -> None:
+        """``warm``: a :class:`~ragclinic.models.warm.WarmSpec` to use the user's warm worker (None: private ones)."""
         self.name, self.settings, self.options = name, dict(settings), dict(options or {})
         self.timeout = timeout
         self.label = label or f"the {name} model"
-        self._worker: _Worker | None = None
+        self.warm = warm
+        self.warm_skipped: str | None = None  # why the last start did not use a warm worker
+        self._worker = None  # a _Worker, or a warm.WarmWorker
         self._lock = threading.Lock()  # the queue: one request in the worker at a time
-        self.starts = 0  # workers started so far (1 + restarts)
+        self.starts = 0  # workers started so far (1 + restarts); a warm worker counts where this service started it
         self.crashes: list[str] = []
 
     # ------------------------------------------------------------------ lifecycle
     @property
     def pid(self) -> int | None:
         w = self._worker
-        return w.proc.pid if w is not None and w.alive() else None
+        return w.pid if w is not None and w.alive() else None
 
     @property
     def info(self) -> dict:
@@ -103,24 +152,28 @@ class ModelService:
         with self._lock:
             self._stop()
 
+    def _load_request(self) -> dict:
+        return {"op": "load", "name": self.name, "settings": self.settings, "options": self.options}
+
     def _ensure(self) -> _Worker:
         if self._worker is not None and self._worker.alive():
             return self._worker
         self._worker = None
-        env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-        for var in ("GGML_BACKEND_PATH", "LLAMA_CPP_LIB_PATH", "LD_PRELOAD"):
-            env.pop(var, None)  # each could bring in a llama.cpp / ggml build other than ragclinic's
+        if self.warm is not None and (w := self._connect_warm()) is not None:
+            return w
+        return self._start_private()
+
+    def _start_private(self) -> _Worker:
         proc = subprocess.Popen([sys.executable, "-m", "ragclinic.models.worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
-                                text=True, encoding="utf-8", bufsize=1)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
+                                start_new_session=True, text=True, encoding="utf-8", bufsize=1)
         w = _Worker(proc, queue.Queue())
         threading.Thread(target=_pump, args=(proc.stdout, w.replies), daemon=True).start()
         threading.Thread(target=_drain, args=(proc.stderr, w.stderr_tail), daemon=True).start()
         self.starts += 1
         self._worker = w
         try:
-            reply = self._request({"op": "load", "name": self.name, "settings": self.settings,
-                                   "options": self.options})
+            reply = self._request(self._load_request())
         except ModelCrashed as e:
             raise StartFailed(f"{self.label} could not start: {e.reason}") from None
         except ModelError as e:  # the worker answered that it cannot load the model
@@ -132,21 +185,26 @@ class ModelService:
         w.info = {k: reply[k] for k in ("model_id", "backend", "seconds", "pid")}
         return w
 
-    def _stop(self, kill: bool = False) -> None:
-        w, self._worker = self._worker, None
-        if w is None:
-            return
+    def _connect_warm(self):
+        """The user's warm worker (started if there is none), or None — with the reason in a debug log."""
+        from ragclinic.models import warm
+
         try:
-            if w.alive() and not kill:
-                w.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                w.proc.stdin.flush()
-                w.proc.wait(timeout=5)
-        except (OSError, ValueError, subprocess.TimeoutExpired):
-            pass
-        if w.alive():
-            w.proc.kill()
-            w.proc.wait()
-        _close_pipes(w)
+            w, started = warm.connect(self.warm, self._load_request(), load_timeout=self.timeout)
+        except warm.Unavailable as e:
+            self.warm_skipped = str(e)
+            log.debug("%s: no warm worker (%s); starting a private one", self.label, e)
+            return None
+        self.warm_skipped = None
+        self.starts += started
+        self._worker = w
+        return w
+
+    def _stop(self, kill: bool = False) -> None:
+        """Stop this service's worker; a warm worker is only disconnected from (it serves the next command)."""
+        w, self._worker = self._worker, None
+        if w is not None:
+            w.stop(kill)
 
     # ------------------------------------------------------------------ requests
     def call(self, request: dict, on_token: TokenCallback | None = None):
@@ -164,8 +222,7 @@ class ModelService:
     def _request(self, request: dict, on_token: TokenCallback | None = None) -> dict:
         w = self._worker
         try:
-            w.proc.stdin.write(json.dumps(request) + "\n")  # ASCII: any str, lone surrogates included
-            w.proc.stdin.flush()
+            w.send(json.dumps(request) + "\n")  # ASCII: any str, lone surrogates included
         except (BrokenPipeError, OSError, ValueError):
             raise self._crashed(w, "") from None
         deadline = time.monotonic() + self.timeout
@@ -173,14 +230,14 @@ class ModelService:
             try:
                 line = w.replies.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                w.proc.kill()
+                w.kill()
                 raise self._crashed(w, f"no reply within llm_call_timeout={self.timeout:.0f} s") from None
             if line is _EOF:
                 raise self._crashed(w, "")
             try:
                 reply = json.loads(line)
             except ValueError:  # cut off mid-line: the worker died while writing
-                w.proc.kill()
+                w.kill()
                 raise self._crashed(w, "") from None
             if "token" in reply:
                 if on_token:
@@ -191,26 +248,22 @@ class ModelService:
             return reply
 
     def _crashed(self, w: _Worker, why: str) -> ModelCrashed:
-        try:
-            code = w.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            w.proc.kill()
-            code = w.proc.wait()
+        ended = w.ended()
         self._worker = None
-        _close_pipes(w)
-        reason = f"{self.label} crashed: {why or describe_exit(code)}"
+        w.close()
+        reason = f"{self.label} crashed: {why or ended}"
         self.crashes.append(reason)
         err = ModelCrashed(reason)
         err.stderr = "\n".join(w.stderr_tail)
         return err
 
 
-def _close_pipes(w: _Worker) -> None:
-    for f in (w.proc.stdin, w.proc.stdout, w.proc.stderr):
-        try:
-            f.close()
-        except (OSError, ValueError):
-            pass
+def worker_env() -> dict:
+    """The environment a worker process starts with."""
+    env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
+    for var in ("GGML_BACKEND_PATH", "LLAMA_CPP_LIB_PATH", "LD_PRELOAD"):
+        env.pop(var, None)  # each could bring in a llama.cpp / ggml build other than ragclinic's
+    return env
 
 
 def _pump(stream, replies: "queue.Queue") -> None:
@@ -276,7 +329,9 @@ _SERVICES_LOCK = threading.Lock()
 
 
 def shared_service(name: str, settings) -> ModelService:
-    """The process's service for this model (one worker however many pipelines use it)."""
+    """The process's service for this model (one worker however many pipelines use it). In a process that opted in
+    (``warm.opt_in()``: the CLI's one-shot commands) with ``llm_warm_seconds`` > 0, its worker is the user's warm
+    one; ``serve``, ``eval`` and library callers keep private workers."""
     key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant,
            settings.llm_prefix_cache, settings.llm_field_decoding)
     with _SERVICES_LOCK:
@@ -286,8 +341,11 @@ def shared_service(name: str, settings) -> ModelService:
                        "llm_threads": settings.llm_threads, "seed": settings.seed,
                        "llm_prefix_cache": settings.llm_prefix_cache,
                        "llm_field_decoding": settings.llm_field_decoding}
+            from ragclinic.models.warm import spec_for
+
             svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
-                               timeout=settings.llm_call_timeout, label=f"the {name} model")
+                               timeout=settings.llm_call_timeout, label=f"the {name} model",
+                               warm=spec_for(settings))
             _SERVICES[key] = svc
         return svc
 
