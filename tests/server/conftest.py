@@ -17,11 +17,16 @@ HOSTS = ["127.0.0.1", "localhost", "::1", "testserver"]
 
 
 def _reply(messages) -> str:
+    """The answer schema filled as the model fills it (generate/structured.py); the server renders ANSWER from it."""
+    import json
+
     user = messages[-1].content
     question = user.rsplit("Question:", 1)[-1]
     if "refund" in question:
-        return "The refund window is 45 days [1]." if "45 days" in user else "The refund window is 7 days [1]."
-    return ANSWER
+        text = "The refund window is 45 days" if "45 days" in user else "The refund window is 7 days"
+    else:
+        text = ANSWER.removesuffix(" [1].")
+    return json.dumps({"status": "answered", "answer": text, "evidence": [1]})
 
 
 @pytest.fixture(scope="module")
