@@ -167,3 +167,9 @@ def test_each_violation_is_named_once_with_what_was_found():
 
 def test_an_empty_or_missing_answer_has_no_form_to_judge():
     assert form_violations({"answer": ""}) == [] and form_violations({}) == []
+
+
+def test_the_constraint_checks_refusals_are_clean():
+    """The generate layer's refusals for a broken constraint are fixed wording, like the gate's templates."""
+    assert form_violations({"answer": "The documents give 2020 for this; the question asks about 2021.", "citations": []}) == []
+    assert form_violations({"answer": "文档中没有提到《悲伤逆流成河》。", "citations": []}) == []

@@ -109,7 +109,7 @@ def _exempt_patterns() -> tuple[re.Pattern, ...]:
     from ragclinic.pipeline.generate import constraint_check
 
     texts = [lang[key] for lang in templates._TEXT.values() for key in _REFUSAL_KEYS]
-    texts += list(constraint_check._WHY.values())
+    texts += list(constraint_check._WHY.values()) + list(constraint_check._ABSENT.values())
     return tuple(re.compile(".+?".join(re.escape(p) for p in re.split(r"\{\w+\}", t)), re.S) for t in texts)
 
 

@@ -7,7 +7,8 @@ import re
 
 from helpers import build_kb
 from ragclinic.models.fake_llm import ScriptedLanguageModel
-from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages, refusal_reason
+from ragclinic.pipeline.generate.constraint_check import (absent_names, absent_note, broken_constraints,
+                                                          matching_passages, refusal_reason)
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
@@ -94,4 +95,36 @@ def test_the_pipeline_refuses_with_the_reason_when_no_passage_has_the_asked_year
     assert a.refused and a.route == "refuse"
     assert a.text == "The documents give 2020 for this; the question asks about 2021."
     assert any(f.startswith("constraint_refused:") for f in a.flags)
+    kb.close()
+
+
+def test_a_name_no_passage_mentions_is_noted_and_a_title_no_passage_has_breaks_the_answer():
+    """"Rags Ragland is the star of which show?" over passages about James Mulgrew: the answer is about someone else —
+    said beside it (passages often name a person once, then say "he"); a 《title》 is exact and breaks it."""
+    ps = [_p(1, "James Mulgrew is the star of the comedy sketch show And There's More."),
+          _p(2, "And There's More is a British comedy sketch show.")]
+    q = "Rags Ragland is the star of which comedy sketch show?"
+    assert [n.value for n in absent_names(q, ps)] == ["Rags Ragland"]
+    assert absent_note(q, absent_names(q, ps)) == "The documents do not mention Rags Ragland."
+    assert broken_constraints(q, [_claim("And There's More", 1)], ps) == []  # a note, not a refusal
+    # one distinctive word of the name is enough; the question's first word alone is not a name; punctuation
+    assert absent_names("Which show does Jimmy Mulgrew star in?", ps) == []
+    assert absent_names("Sketch shows starring James Mulgrew?", ps) == []
+    assert absent_names('Was "And There\'s More," a sketch show?', ps) == []
+    # a 《title》 no passage has
+    zh = [_p(1, "《小时代》是郭敬明的小说。")]
+    broken = broken_constraints("《悲伤逆流成河》的作者是谁？", [_claim("郭敬明", 1)], zh)
+    assert broken and refusal_reason("《悲伤逆流成河》的作者是谁？", broken) == "文档中没有提到《悲伤逆流成河》。"
+    assert broken_constraints("《小时代》的作者是谁？", [_claim("郭敬明", 1)], zh) == []
+
+
+def test_the_pipeline_answers_and_notes_a_name_no_passage_mentions(tmp_path):
+    kb = build_kb(tmp_path, {"show.md": "# Show\n\nJames Mulgrew is the star of the comedy sketch show And There's "
+                                        "More.\n"})
+    reply = '{"status": "answered", "answer": "And There\'s More", "evidence": [1]}'
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([reply], yes_prob=0.9)).ask(
+        "Rags Ragland is the star of which comedy sketch show?")
+    a = state.answer
+    assert a.route == "answer" and "The documents do not mention Rags Ragland." in a.notes
+    assert "Rags" not in a.text and any(f.startswith("name_not_in_passages:") for f in a.flags)
     kb.close()

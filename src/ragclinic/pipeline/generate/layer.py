@@ -10,7 +10,7 @@ from typing import Any
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import check_claims, violations
-from ragclinic.pipeline.generate.constraint_check import broken_constraints
+from ragclinic.pipeline.generate.constraint_check import absent_names, absent_note, broken_constraints
 from ragclinic.pipeline.generate.draft import claims_of, drafted, model_declined, selection
 from ragclinic.pipeline.generate.retry import constraint_retry, none_backed, retry_declined, retry_unsupported
 from ragclinic.pipeline.reason import causal
@@ -64,8 +64,12 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
                                by_n[n].doc.title) for n in cited if n in by_n)
     chain, notes = None, []
+    if route == "answer" and (absent := absent_names(q, passages)):  # a note, not a refusal: see constraint_check
+        notes.append(absent_note(q, absent))
+        flags.append(f"name_not_in_passages: {', '.join(n.text for n in absent)}")
     if route == "answer" and d.question_type == "causal" and causal.enabled(ctx.kb):
-        text, chain, citations, notes = _with_chain(ctx, state, text, citations, by_n)
+        text, chain, citations, chain_notes = _with_chain(ctx, state, text, citations, by_n)
+        notes += chain_notes
     stream.close(text, drafts)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
                     _confidence(d, claims, route), generator, tuple(flags),
