@@ -33,18 +33,16 @@ VARIANTS = {
 
 
 def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
-    # the question before the sources too: without it the 0.5B model answered "Duration [1]." to "What does
-    # duration measure?" (tests/test_e2e_local_small.py)
-    lines = [f"Question: {inp.question}", ""]
+    lines = []  # the question once, after the sources, as the peer asks it: every prompt token is time
     if inp.sub_questions:
-        lines[1:1] = ["Answer each part, one statement or more for each:"] + [
+        lines += ["Answer each part, one statement or more for each:"] + [
             f"({i}) {q}" for i, q in enumerate(inp.sub_questions, start=1)] + [""]
     order = sorted(inp.passages, key=lambda p: -p.support) if inp.variant == 2 else inp.passages
     shown = dict(inp.excerpts) if inp.excerpts is not None else None
     for p in order:
         if shown is not None and p.n not in shown:
             continue  # ruled out by context selection
-        title = f" ({p.doc.title})" if p.doc.title else ""
+        title = f" ({p.doc.title})" if _named(p) else ""
         rel = f" relevance {p.support:.2f}" if inp.show_relevance else ""
         text = shown[p.n] if shown is not None else " ".join(p.chunk.text.split())
         lines += [f"[{p.n}]{title}{rel} {text}", ""]
@@ -66,6 +64,16 @@ def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
     if is_zh(inp.question):
         system += "\n" + SYSTEM_ZH_HINT
     return [Message("system", system), Message("user", "\n".join(lines))]
+
+
+def _named(p) -> bool:
+    """A title worth its tokens: not the file name over again ("p2", "notes") nor the passage's own first words."""
+    from pathlib import PurePath
+
+    t = (p.doc.title or "").strip()
+    if not t or t == PurePath(p.doc.path or "").stem:
+        return False
+    return not " ".join(p.chunk.text.split()).startswith(t)
 
 
 def is_zh(text: str) -> bool:
