@@ -33,9 +33,11 @@ VARIANTS = {
 
 
 def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
-    lines = []  # the question once, after the sources, as the peer asks it: every prompt token is time
+    # the question before the passages too: asked only after them (as the peer asks), the 1.5B model answered 2 of
+    # 11 RGB zh noise-0.8 questions with another figure of the same passages ("100万亿元" for 经济增长了多少)
+    lines = [f"Question: {inp.question}", ""]
     if inp.sub_questions:
-        lines += ["Answer each part, one statement or more for each:"] + [
+        lines[1:1] = ["Answer each part, one statement or more for each:"] + [
             f"({i}) {q}" for i, q in enumerate(inp.sub_questions, start=1)] + [""]
     order = sorted(inp.passages, key=lambda p: -p.support) if inp.variant == 2 else inp.passages
     shown = dict(inp.excerpts) if inp.excerpts is not None else None
