@@ -120,6 +120,8 @@ def check_model(name: str) -> Callable:
         t0 = time.perf_counter()
         try:
             lm = create_language_model(name, settings.model_copy(update={"llm": name}))
+            if hasattr(lm, "wait_started"):  # the worker starts on a thread: load it here, and say so if it cannot
+                lm.wait_started()
             loaded = time.perf_counter() - t0
             t1 = time.perf_counter()
             done = lm.chat([Message("user", "Say OK.")], max_tokens=1)

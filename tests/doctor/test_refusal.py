@@ -125,3 +125,17 @@ def test_select_keeps_one_retrieval_change_and_says_why_for_the_rest():
     assert [c.treatment for _, c in keep] == ["clarify"] and len(skipped) == 3
     keep, _ = select(steps, RefusalCare(True, "weak"), 1)  # one was tried in an earlier round
     assert [c.treatment for _, c in keep] == ["clarify"]
+
+
+def test_an_answer_withheld_for_a_broken_constraint_may_be_found_by_another_retrieval():
+    """"The documents give 2020 for this; the question asks about 2021": the passages are about another year — a
+    retrieval treatment can bring the asked year's passage, whatever the words' coverage says."""
+    from dataclasses import replace
+
+    p = make_passage(1, "The 2020 NBA Draft was held on November 18, 2020.", support=0.9)
+    refused = replace(make_answer("The documents give 2020 for this; the question asks about 2021.", route="refuse"),
+                      flags=("constraint_refused: the question asks about 2021; the answer rests on 2020",))
+    state = make_state("When was the 2021 NBA Draft held?", [p], refused,
+                       decision=GateDecision("answer", "factual", 0.9, "test"))
+    care = assess(state, 0.6)
+    assert care.weak and "constraint_refused" in care.why

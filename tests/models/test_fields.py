@@ -25,12 +25,12 @@ def _scripted(values):
     """A sampler that answers each field with the next scripted value (+ what a model would put after it)."""
     seen = []
 
-    def sample(text, grammar, stop, max_tokens, on_token):
+    def sample(text, grammar, stops, max_tokens, on_token):
         seen.append(text)
         value = values[len(seen) - 1]
         if on_token:
             on_token(value)
-        return value + stop + ",", 3, "stop"
+        return value + stops[0] + ",", 3, "stop"
 
     return sample, seen
 
@@ -78,3 +78,12 @@ def test_the_real_model_fills_the_schema_field_by_field_deterministically(tmp_pa
     assert done.completion_tokens < len(model._llm.tokenize(done.text.encode(), add_bos=False))  # keys not sampled
     model._memo.clear()
     assert model.chat(msgs, max_tokens=48, schema=SCHEMAS["short"]).text == done.text
+
+
+def test_a_string_value_may_hold_escaped_quotes_and_backslashes():
+    """'Select "Save As"' and C:\\temp are answers too: an escaped quote does not end the value."""
+    sample, _ = _scripted(["answered", 'Select \\"Save As\\" in C:\\\\temp', "1"])
+    text, _, _ = decode(plan(SCHEMAS["short"]), sample, 64)
+    assert json.loads(text)["answer"] == 'Select "Save As" in C:\\temp'
+    string = plan(SCHEMAS["short"])[1]
+    assert string.stops == ('",', '"}') and '\\\\" ["' in string.grammar

@@ -221,3 +221,17 @@ def test_a_deferred_start_that_fails_is_a_crash_at_the_first_call_so_the_questio
     # without a model id the start is waited for, and its failure is the ModelError it always was
     with pytest.raises(ModelError, match="no backend"):
         ServiceModel(ModelService("no-such-backend", {}, label="the test model"))
+
+
+def test_a_deferred_start_that_failed_is_not_tried_again_for_every_call():
+    svc = ModelService("no-such-backend", {}, label="the test model")
+    lm = ServiceModel(svc, model_id="local:0123")
+    with pytest.raises(ModelCrashed):
+        lm.chat(MSGS, max_tokens=8)
+    starts = svc.starts
+    with pytest.raises(ModelCrashed, match="no backend"):
+        lm.next_token_probs(MSGS, ["yes", "no"])
+    assert svc.starts == starts  # failed at once, no new worker
+    with pytest.raises(ModelError, match="no backend"):
+        ServiceModel(ModelService("no-such-backend", {}, label="m"), model_id="x").wait_started()
+    svc.close()

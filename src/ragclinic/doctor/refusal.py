@@ -41,6 +41,10 @@ def assess(state: AskState, min_coverage: float) -> RefusalCare:
     """Weak when no passage came back or the best one misses much of the question's words (the search may have
     missed the answer: another query or retriever may find it); strong otherwise."""
     d = state.decision
+    flags = state.answer.flags if state.answer is not None else ()
+    if (why := next((f for f in flags if f.startswith(("constraint_refused", "answer_unsupported"))), None)):
+        # the passages are about another year / event, or do not state the model's answer: other passages can
+        return RefusalCare(True, f"the answer was withheld ({why.split(':')[0]}): other passages may hold it")
     if d is not None and d.route == "answer":
         return RefusalCare(False, f"the gate found the evidence sufficient ({d.evidence_score:.2f}); "
                                   "the generator declined: other passages cannot change that")

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 # closing tokens are '",' and ']}', and a grammar that forbids them makes it write on inside the value. The stop
 # string cuts the text at the closer; the forced text that follows is the caller's.
 _NEXT = ' [,}]?'
-_STRING = r'root ::= [^"\\\x00-\x1f]* "\""' + _NEXT  # no quote or backslash inside: the first quote closes it
-_NUM = r'[0-9] [0-9]? [0-9]?'
+# A string may hold JSON escapes (\" \\ \n …); its closing quote must be followed by "," or "}", and those two
+# characters are its stop strings, so an escaped quote inside ('Select \"Save As\"') does not end it.
+_STRING = r'root ::= ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt] | "\\u" [0-9a-fA-F]{4})* "\"" [,}]'
+_STRING_STOPS = ('",', '"}')
+_NUM = r'[1-9] [0-9]? [0-9]?'
 
 
 def _ints(max_items: int) -> str:
@@ -40,7 +43,8 @@ class Field:
     kind: str  # "enum", "string", "ints"
     grammar: str
     opens: str  # the forced text that opens the value ('"' or '[')
-    closes: str  # the stop string that ends it
+    closes: str  # what ends it (appended after the value)
+    stops: tuple[str, ...] = ()  # the stop strings (default: ``closes``)
 
 
 def plan(schema: dict | None) -> tuple[Field, ...] | None:
@@ -58,7 +62,7 @@ def plan(schema: dict | None) -> tuple[Field, ...] | None:
             alts = " | ".join(json.dumps(v) for v in p["enum"])
             fields.append(Field(key, "enum", f'root ::= ({alts}) "\\""' + _NEXT, '"', '"'))
         elif p.get("type") == "string" and "enum" not in p:
-            fields.append(Field(key, "string", _STRING, '"', '"'))
+            fields.append(Field(key, "string", _STRING, '"', '"', _STRING_STOPS))
         elif p.get("type") == "array" and (p.get("items") or {}).get("type") == "integer":
             fields.append(Field(key, "ints", _ints(int(p.get("maxItems", 5))), "[", "]"))
         else:
@@ -66,9 +70,9 @@ def plan(schema: dict | None) -> tuple[Field, ...] | None:
     return tuple(fields)
 
 
-Sample = Callable[[str, str, str, int, Callable[[str], None] | None], tuple[str, int, str]]
-"""(text so far after the prompt, grammar, stop, max tokens, on_token) → (value text before the stop, tokens sampled,
-finish reason "stop" | "length"); the value's pieces go to on_token as they are sampled."""
+Sample = Callable[[str, str, tuple[str, ...], int, Callable[[str], None] | None], tuple[str, int, str]]
+"""(text so far after the prompt, grammar, stop strings, max tokens, on_token) → (value text before the stop, tokens
+sampled, finish reason "stop" | "length"); the value's pieces go to on_token as they are sampled."""
 
 
 def decode(fields: tuple[Field, ...], sample: Sample, max_tokens: int, on_token=None) -> tuple[str, int, str]:
@@ -87,9 +91,11 @@ def decode(fields: tuple[Field, ...], sample: Sample, max_tokens: int, on_token=
         text += forced + f.opens
         if on_token:
             on_token(forced + f.opens)
-        value, n, finish = sample(text, f.grammar, f.closes, max(1, max_tokens - used), on_token)
+        stops = f.stops or (f.closes,)
+        value, n, finish = sample(text, f.grammar, stops, max(1, max_tokens - used), on_token)
         used += n
-        value = value.split(f.closes, 1)[0]
+        for stop in stops:
+            value = value.split(stop, 1)[0]
         text += value
         if finish == "length":
             return text, used, finish

@@ -122,8 +122,8 @@ class LlamaModel:
         pieces, finish, n = [], "stop", 0
         for part in stream:
             choice = part["choices"][0]
-            n += 1
             if choice["text"]:
+                n += 1  # a piece sampled (the last, empty chunk only carries the finish reason)
                 pieces.append(choice["text"])
                 if on_token:
                     on_token(choice["text"])
@@ -132,9 +132,9 @@ class LlamaModel:
 
     def _sampler(self, prompt_tokens: list[int], temperature: float):
         """fields.decode's ``sample``: one value after the prompt and the reply so far, under its own grammar."""
-        def sample(text: str, gbnf: str, stop: str, max_tokens: int, on_token) -> tuple[str, int, str]:
+        def sample(text: str, gbnf: str, stops, max_tokens: int, on_token) -> tuple[str, int, str]:
             tokens = prompt_tokens + self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-            return self._complete(tokens, self._gbnf(gbnf), [stop] + self._stop, max_tokens, temperature, on_token)
+            return self._complete(tokens, self._gbnf(gbnf), [*stops, *self._stop], max_tokens, temperature, on_token)
 
         return sample
 

@@ -90,6 +90,5 @@ class OpenAIModel:
 
 def _refused_format(error: ModelError) -> bool:
     """The server rejected the request because of ``response_format`` (a 400/422 naming it, or an unknown field)."""
-    text = str(error).lower()
-    return any(w in text for w in ("response_format", "json_schema", "response format", "unrecognized request argument",
-                                   "extra inputs are not permitted", "not supported"))
+    text = str(error).lower()  # it must name the field: "model not supported" is not about the format
+    return any(w in text for w in ("response_format", "json_schema", "response format", "structured output"))

@@ -292,6 +292,7 @@ class ServiceModel:
         at that call as a crash (the question is answered without the model, and says so) rather than here."""
         self.service = service
         self.deferred = model_id is not None
+        self.start_error = ""  # a deferred start's load failure (later calls fail at once)
         if model_id is None:
             self.model_id = service.start()["model_id"]
         else:
@@ -299,12 +300,19 @@ class ServiceModel:
             service.start_soon()
 
     def _call(self, request: dict, on_token: TokenCallback | None = None):
+        if self.start_error:  # the model cannot load: do not start a worker again for every call
+            raise ModelCrashed(self.start_error)
         try:
             return self.service.call(request, on_token)
         except StartFailed as e:
             if self.deferred:
+                self.start_error = str(e)
                 raise ModelCrashed(str(e)) from None
             raise
+
+    def wait_started(self) -> dict:
+        """Wait for the worker (a deferred start included); its load error as the ModelError it is."""
+        return self.service.start()
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:

@@ -249,6 +249,8 @@ def _dial_started(path: Path, proc: subprocess.Popen) -> socket.socket:
         if code not in (None, 0):  # 0: another start won the race; its socket comes
             raise Unavailable(f"the warm worker ended starting ({describe_exit(code)}); its log: "
                               f"{path.with_suffix('.log')}")
+        if code == 0:  # the winner may be a worker going idle (its socket gone, its lock not yet): do not wait long
+            deadline = min(deadline, time.monotonic() + BUSY_WAIT_S)
         time.sleep(0.02)
     raise Unavailable(f"the warm worker made no socket within {SOCKET_WAIT_S:g} s")
 

@@ -128,3 +128,15 @@ def test_the_pipeline_answers_and_notes_a_name_no_passage_mentions(tmp_path):
     assert a.route == "answer" and "The documents do not mention Rags Ragland." in a.notes
     assert "Rags" not in a.text and any(f.startswith("name_not_in_passages:") for f in a.flags)
     kb.close()
+
+
+def test_a_number_no_passage_has_beside_a_real_one_does_not_switch_the_checks_off(tmp_path):
+    """evidence [n, 9]: 9 is dropped (and flagged); the claim is still checked against [n] — here it breaks the
+    question's year and is refused — and no mark is printed for a passage that is not cited."""
+    kb = build_kb(tmp_path, {"draft2020.md": "# Draft 2020\n\n" + D2020 + "\n"})
+    model = _cite("November", '{"status": "answered", "answer": "Wednesday, November 18, 2020", "evidence": [N, 9]}')
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([model], yes_prob=0.9)).ask("When was the 2021 NBA Draft held?")
+    a = state.answer
+    assert a.refused and any(f.startswith("constraint_refused:") for f in a.flags)
+    assert any(f.startswith("invalid_citation: the model cited [9]") for f in a.flags)
+    kb.close()

@@ -189,3 +189,26 @@ def test_a_short_answer_that_only_echoes_the_questions_number_is_unsupported(mak
     assert check_items([Item("2016", (1,))], zh, judge, make_settings(), "第六届立法会选举在哪一年举行？")[0].verdict \
         == "supported"
     assert check_items([Item("6", (1,))], zh, judge, make_settings(), "选区是6个还是7个？")[0].verdict == "supported"
+
+
+def test_a_decline_written_into_the_answer_field_is_a_refusal(tmp_path):
+    kb = build_kb(tmp_path, BOND_DOCS)
+    for said in ("The documents do not mention what the risk-free rate is.", "文档中没有提到。"):
+        reply = '{"status": "answered", "answer": "%s", "evidence": [1]}' % said
+        state, _ = Pipeline(kb, lm=ScriptedLanguageModel([reply], yes_prob=0.9)).ask("What is the risk-free rate?")
+        assert state.answer.refused and state.answer.route == "refuse", said
+    kb.close()
+
+
+def test_a_points_answer_streams_once_exactly_as_returned(tmp_path):
+    """Steps are numbered and cited in the answer: the stream shows that text once, never the points run together."""
+    kb = build_kb(tmp_path, BOND_DOCS)
+    reply = ('{"status": "answered", "points": [{"text": "Duration measures how much a bond price moves", '
+             '"evidence": [1]}, {"text": "Short-dated treasury bills are the usual proxy for the risk-free rate", '
+             '"evidence": [1]}]}')
+    pieces = []
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([reply], yes_prob=0.9)).ask(
+        "How do I use duration and the risk-free rate?", on_token=pieces.append)
+    a = state.answer
+    assert a.route == "answer" and "".join(pieces) == a.text and a.text.count("Duration measures") == 1
+    kb.close()

@@ -120,3 +120,14 @@ def test_a_sentence_answer_streams_so_that_its_marks_land_before_its_full_stop()
     assert "".join(pieces) == "Rates rose by 3.5 points"
     s.finish("Rates rose by 3.5 points [1].")
     assert "".join(pieces) == "Rates rose by 3.5 points [1]."
+
+
+def test_content_brackets_are_not_citations_and_lenient_json_is_read():
+    r = parse_reply('{"status": "answered", "answer": "Read sys.argv[1] first", "evidence": [2]}', "short")
+    assert r.items == (Item("Read sys.argv[1] first", (2,)),)
+    r = parse_reply('Sure: {"status": "answered", "answer": "line one\nline two", "evidence": [1]}', "short")
+    assert r.form == "json" and r.items[0].text == "line one line two"
+    r = parse_reply('{"status": "answered", "answer": "Sundar Pichai", "evidence": [2]}', "points")
+    assert r.items == (Item("Sundar Pichai", (2,)),)  # the short schema's field, whatever was asked
+    assert parse_reply('{"status": "answered", "answer": "The documents do not say.", "evidence": []}',
+                       "short").status == "not_in_documents"

@@ -122,7 +122,7 @@ def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge
     claims = []
     for item in items:
         bare, cited = item.text, tuple(dict.fromkeys(item.evidence))
-        if not bare.strip():
+        if not bare.strip() or declines(bare):  # "the documents do not say" is not a claim
             continue
         if any(n not in by_n for n in cited):
             bad = [n for n in cited if n not in by_n]

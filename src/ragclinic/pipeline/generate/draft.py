@@ -36,17 +36,23 @@ def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft
     return draft.text, draft.generator
 
 
-def claims_of(ctx, state: AskState, drafts: list[Draft], text: str, passages) -> tuple[list, str]:
+def claims_of(ctx, state: AskState, drafts: list[Draft], text: str, passages, flags: list[str]) -> tuple[list, str]:
     """The answer's claims — a structured draft's items, else the sentences of the text the system wrote — and the
-    text, re-rendered when the checks kept fewer of a claim's citations (only the passages that state it)."""
+    text, re-rendered when the checks kept fewer of a claim's citations (only the passages that state it). A number
+    no passage has is dropped from a structured item (and flagged) before the checks: the claim is checked against
+    the passages it does name, or is uncited."""
     draft = drafts[-1] if drafts else None
     q = state.request.question
     if draft is None or draft.items is None:
         return check_claims(text, passages, ctx.judge, ctx.settings, q), text
     if draft.status == "not_in_documents":
         return [], text
-    claims = check_items(draft.items, passages, ctx.judge, ctx.settings, q)
-    if [c.cited for c in claims] != [tuple(dict.fromkeys(i.evidence)) for i in draft.items if i.text.strip()]:
+    valid = {p.n for p in passages}
+    items = tuple(Item(i.text, tuple(n for n in dict.fromkeys(i.evidence) if n in valid)) for i in draft.items)
+    if bad := sorted({n for i in draft.items for n in i.evidence if n not in valid}):
+        flags.append(f"invalid_citation: the model cited {bad}, which no passage has; dropped")
+    claims = check_items(items, passages, ctx.judge, ctx.settings, q)
+    if [c.cited for c in claims] != [i.evidence for i in draft.items if i.text.strip()]:
         items = tuple(Item(c.text, c.cited) for c in claims)
         text = render_reply(Reply(draft.status, items, draft.reply_form), language_of(q) == "zh",
                       numbered=state.decision.question_type == "how-to", valid={p.n for p in passages})
@@ -89,7 +95,7 @@ def answer_again(ctx, state: AskState, passages, drafts: list[Draft], variant: i
     extra: list[str] = []
     st = replace(state, request=replace(state.request, prompt_variant=variant)) if variant else state
     text, generator = drafted(ctx, st, passages, extra, drafts)
-    claims, text = claims_of(ctx, st, drafts, text, passages)
+    claims, text = claims_of(ctx, st, drafts, text, passages, extra)
     if any(c.verdict in ("supported", "uncited") for c in claims) and not model_declined(drafts, text):
         return text, generator, claims, extra
     return None

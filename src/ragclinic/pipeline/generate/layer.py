@@ -41,7 +41,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
         generator = "template"
         if ctx.on_token:
             ctx.on_token(text)
-    claims, text = claims_of(ctx, state, drafts, text, passages) if d.route == "answer" else ([], text)
+    claims, text = claims_of(ctx, state, drafts, text, passages, flags) if d.route == "answer" else ([], text)
     route, unbacked = d.route, {}
     if route == "answer" and none_backed(claims, ctx.judge):
         text, generator, route, claims, unbacked = retry_unsupported(ctx, state, text, generator, claims, drafts,

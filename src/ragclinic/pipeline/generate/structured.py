@@ -33,7 +33,7 @@ SCHEMAS = {
                                   "type": "object", "additionalProperties": False, "required": ["text", "evidence"],
                                   "properties": {"text": {"type": "string"}, "evidence": _EVIDENCE}}}}},
 }
-_MARK = re.compile(r"\s*\[(\d+(?:\s*[,，、]\s*\d+)*)\]")
+_MARK = re.compile(r"\s*(?<![A-Za-z0-9_])\[(\d+(?:\s*[,，、]\s*\d+)*)\]")  # not "sys.argv[1]"
 _END = ".。!！?？"
 
 
@@ -68,14 +68,16 @@ def parse_reply(raw: str, kind: str) -> Reply:
     if not isinstance(data, dict):
         return _free_text(raw)
     status = data.get("status") if data.get("status") in STATUSES else "answered"
-    if kind == "points" or "points" in data:
+    if "points" in data or (kind == "points" and "answer" not in data):
         items = [_item(p.get("text", ""), p.get("evidence")) for p in data.get("points") or []
                  if isinstance(p, dict)]
     else:
         items = [_item(data.get("answer", ""), data.get("evidence"))]
     items = [i for i in items if i.text]
-    if status != "not_in_documents" and not items:
-        status = "not_in_documents"  # an empty answer says nothing, whatever its status
+    from ragclinic.pipeline.generate.citations import declines
+
+    if status != "not_in_documents" and (not items or all(declines(i.text) for i in items)):
+        status = "not_in_documents"  # an empty answer, or one that only says the documents do not say
     return Reply(status, tuple(items), "json")
 
 
@@ -84,9 +86,11 @@ def _loads(raw: str):
     if text.startswith("```"):
         text = re.sub(r"^```(?:json)?\s*|\s*```$", "", text)
     if not text.startswith("{"):
-        return None
+        if "{" not in text or "}" not in text:
+            return None
+        text = text[text.index("{"):text.rindex("}") + 1]  # "Sure: {...}"
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)  # a raw newline inside a string, as servers without a grammar write
     except ValueError:
         from jiter import from_json
 
@@ -135,8 +139,10 @@ def cite(text: str, ns, zh: bool) -> str:
 
 
 class FieldStream:
-    """Streams the text the user will read while the model writes JSON: the ``answer`` field (or each point's
-    ``text``) as it grows, parsed incrementally; a reply that does not open with ``{`` streams as it is."""
+    """Streams the text the user will read while the model writes JSON: the ``answer`` field as it grows, parsed
+    incrementally, written as the answer will be (marks out, spaces single); a ``points`` answer is shown whole once
+    checked (its rendered form — numbered, each point with its marks — is not its texts run together); a reply
+    that does not open with ``{`` streams as it is."""
 
     def __init__(self, on_token: Callable[[str], None], zh: bool) -> None:
         self.on_token, self.zh = on_token, zh
@@ -155,10 +161,9 @@ class FieldStream:
         data = _loads(self.raw)
         if not isinstance(data, dict) or data.get("status") == "not_in_documents":
             return self.sent
-        if "points" in data:
-            texts = [str(p.get("text", "")) for p in data.get("points") or [] if isinstance(p, dict)]
-            return ("" if self.zh else " ").join(t for t in texts if t)
-        return str(data.get("answer", ""))
+        if "points" in data:  # shown whole once checked: numbered, each with its marks (generate/layer.py)
+            return self.sent
+        return " ".join(_MARK.sub("", str(data.get("answer", ""))).split())  # as _item writes it
 
     def _emit(self, text: str) -> None:
         text = text.rstrip(" " + _END)  # held back until more follows: the marks go before a closing full stop
