@@ -3,8 +3,8 @@ the sentence and its marks, and streaming only the text the user will read."""
 
 from __future__ import annotations
 
-from ragclinic.pipeline.generate.structured import (SCHEMAS, FieldStream, Item, Reply, parse_reply, render,
-                                                    schema_kind)
+from ragclinic.pipeline.generate.structured import (SCHEMAS, FieldStream, Item, Reply, completion, parse_reply,
+                                                    render, schema_kind)
 
 
 def test_schema_kind_short_for_facts_points_for_steps_causes_parts_and_conflicts():
@@ -86,7 +86,7 @@ def test_the_stream_shows_the_answer_field_then_its_marks():
                   'evidence', '": [', '2', ']}']:
         s(piece)
     assert "".join(pieces) == "Sundar Pichai"
-    s.finish("Sundar Pichai [2].")
+    pieces.append(completion("".join(pieces), "Sundar Pichai [2]."))
     assert "".join(pieces) == "Sundar Pichai [2]."
 
 
@@ -96,7 +96,7 @@ def test_the_stream_shows_nothing_of_a_refusal_until_its_text():
     for piece in ['{"status": "not_in_documents", "answer": "I guess', ' not"', ', "evidence": []}']:
         s(piece)
     assert pieces == []
-    s.finish("I can't answer this from the documents.")
+    pieces.append(completion("".join(pieces), "I can't answer this from the documents."))
     assert "".join(pieces) == "I can't answer this from the documents."
 
 
@@ -106,9 +106,9 @@ def test_the_stream_passes_free_text_through_and_corrects_at_the_end():
     for piece in ["Sundar", " Pichai", " [2]."]:
         s(piece)
     assert "".join(pieces) == "Sundar Pichai [2]"  # a closing full stop waits for what follows
-    s.finish("Sundar Pichai [2].")
+    pieces.append(completion("".join(pieces), "Sundar Pichai [2]."))
     assert "".join(pieces) == "Sundar Pichai [2]."
-    s.finish("Another answer.")  # the final text differs: it is shown on its own line
+    pieces.append(completion("".join(pieces), "Another answer."))  # the final text differs: it is shown on its own line
     assert "".join(pieces).endswith("\nAnother answer.")
 
 
@@ -118,7 +118,7 @@ def test_a_sentence_answer_streams_so_that_its_marks_land_before_its_full_stop()
     for piece in ['{"status": "answered", "answer": "Rates rose by 3.', '5 points', '.", "evidence": [1]}']:
         s(piece)
     assert "".join(pieces) == "Rates rose by 3.5 points"
-    s.finish("Rates rose by 3.5 points [1].")
+    pieces.append(completion("".join(pieces), "Rates rose by 3.5 points [1]."))
     assert "".join(pieces) == "Rates rose by 3.5 points [1]."
 
 

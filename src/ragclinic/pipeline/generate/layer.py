@@ -12,6 +12,7 @@ from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import check_claims, violations
 from ragclinic.pipeline.generate.constraint_check import absent_names, absent_note, broken_constraints
 from ragclinic.pipeline.generate.draft import claims_of, drafted, model_declined, selection
+from ragclinic.pipeline.generate.structured import completion
 from ragclinic.pipeline.generate.retry import constraint_retry, none_backed, retry_declined, retry_unsupported
 from ragclinic.pipeline.reason import causal
 from ragclinic.pipeline.reason import graph_steps
@@ -61,8 +62,7 @@ def generate(ctx, state: AskState) -> tuple[AskState, dict[str, Any]]:
     flags += [f"unsupported_citation: {c.text[:60]}" for c in claims if c.verdict in ("unsupported", "contradicted")]
     cited = sorted({n for c in claims for n in c.cited if c.verdict != "invalid_citation"})
     by_n = {p.n: p for p in state.passages}
-    citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
-                               by_n[n].doc.title) for n in cited if n in by_n)
+    citations = tuple(_citation(by_n[n]) for n in cited if n in by_n)
     chain, notes = None, []
     if route == "answer" and (absent := absent_names(q, passages)):  # a note, not a refusal: see constraint_check
         notes.append(absent_note(q, absent))
@@ -100,15 +100,16 @@ class _Shown:
         self.on_token(piece)
 
     def close(self, final: str, drafts: list[Draft]) -> None:
-        if self.on_token is None or not final or self.text.rstrip().endswith(final.strip()):
+        if self.on_token is None or not final:
             return
         streamed = drafts[-1].streamed if drafts and drafts[-1].items is not None else ""
-        if streamed and self.text.endswith(streamed) and final.startswith(streamed):
-            self(final[len(streamed):])
-        elif not streamed and not self.text.strip():
-            self(final)
-        else:
-            self("\n" + final)
+        shown = streamed if streamed and self.text.endswith(streamed) else self.text
+        if rest := completion(shown, final):
+            self(rest)
+
+
+def _citation(p) -> Citation:
+    return Citation(p.n, p.chunk.id, p.chunk.doc_id, p.chunk.text, p.doc.path, p.doc.title)
 
 
 _CHAIN_NOTE = {
@@ -144,8 +145,7 @@ def _with_chain(ctx, state: AskState, text: str, citations, by_n):
     if (lang, chain.strength) in _CHAIN_NOTE:
         notes.append(_CHAIN_NOTE[(lang, chain.strength)].format(why=chain.why, cites=related))
     have = {c.n for c in citations}
-    extra = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
-                           by_n[n].doc.title) for n in sorted({n_of[c] for c in chain.chunk_ids()} - have))
+    extra = tuple(_citation(by_n[n]) for n in sorted({n_of[c] for c in chain.chunk_ids()} - have))
     return text, chain, tuple(sorted(citations + extra, key=lambda c: c.n)), notes
 
 
@@ -163,8 +163,7 @@ def _tools_answer(ctx, state: AskState, tooled, flags: list[str]) -> tuple[AskSt
         ctx.on_token(tooled.text)
     by_n = {p.n: p for p in tooled.passages}
     cited = sorted({n for c in tooled.claims for n in c.cited if n in by_n})
-    citations = tuple(Citation(n, by_n[n].chunk.id, by_n[n].chunk.doc_id, by_n[n].chunk.text, by_n[n].doc.path,
-                               by_n[n].doc.title) for n in cited)
+    citations = tuple(_citation(by_n[n]) for n in cited)
     ok = sum(c.verdict == "supported" for c in tooled.claims) / max(1, len(tooled.claims))
     answer = Answer(tooled.text, "answer", d.question_type, False, citations, tuple(tooled.claims),
                     max(0.0, min(1.0, 0.5 + 0.5 * ok)), getattr(ctx.lm, "model_id", "llm"), tuple(flags),

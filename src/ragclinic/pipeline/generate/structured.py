@@ -171,15 +171,15 @@ class FieldStream:
             self.on_token(text[len(self.sent):])
             self.sent = text
 
-    def finish(self, final: str) -> None:
-        """What the user must still see so that the stream reads ``final``: the rest of it when the streamed text
-        is its start (the citation marks), else ``final`` on a line of its own."""
-        if final.startswith(self.sent):
-            if final[len(self.sent):]:
-                self.on_token(final[len(self.sent):])
-        elif final:
-            self.on_token("\n" + final)
-        self.sent = final
+
+def completion(shown: str, final: str) -> str:
+    """What a stream that has shown ``shown`` must still show so that it ends with ``final``: nothing when it does,
+    the rest of ``final`` when ``shown`` is its start (the citation marks), else ``final`` on a line of its own."""
+    if shown.rstrip().endswith(final.strip()):
+        return ""
+    if final.startswith(shown):
+        return final[len(shown):]
+    return ("\n" if shown.strip() else "") + final
 
 
 def dumps(reply: Reply) -> str:
