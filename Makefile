@@ -35,8 +35,9 @@ demo: install
 check: install
 	$(VENV)/bin/ragclinic check
 
-## Run the test suite (what CI runs).
+## Run the test suite (what CI runs): the import contracts first (pyproject.toml [tool.importlinter]), then pytest.
 test: install
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 ## Rebuild the learned verifier's weights from the licensed training data (CMRC2018 trial, HaluEval QA) in
