@@ -3,6 +3,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The offline training code (training/ragclinic_training) is not part of the installed package: its commands and the
+# benchmarks that reuse its data splits put it on the path.
+TRAIN_PY := PYTHONPATH=training $(PY)
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
@@ -45,22 +48,22 @@ test: install
 ## sha256, which goes into src/ragclinic/verify/learned.py (SHA256) — the file is refused at load otherwise.
 DATA ?= ../shared/data
 train-verifier: install
-	$(PY) -m ragclinic.verify.training --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	$(TRAIN_PY) -m ragclinic_training --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/verifier-v1.json \
 	  --report bench/out/verifier-train.json
 
 ## Regenerate the shipped Qwen paraphrases the detector trains on (~1,300 sentences, ~45 min with the local model;
 ## resumable). llama.cpp sampling is not bit-reproducible across CPUs, so the file is shipped and this is optional.
 instruction-paraphrases: install
-	$(PY) -m ragclinic.verify.training.instruction_paraphrase --per-lang 500
-	$(PY) -m ragclinic.verify.training.instruction_paraphrase --per-lang 300 --seed 8 --lang zh
+	$(TRAIN_PY) -m ragclinic_training.instruction_paraphrase --per-lang 500
+	$(TRAIN_PY) -m ragclinic_training.instruction_paraphrase --per-lang 300 --seed 8 --lang zh
 
 ## Train the planted-instruction detector (verify/instructions.py) from generated instructions and look-alikes
 ## against HaluEval / CMRC2018 (even articles) / Python docstring sentences: ~8 min the first time (e5 vectors of
 ## ~12k sentences, then cached in ~/.cache/ragclinic), ~1 min after. Prints the sha256 that goes into
 ## src/ragclinic/verify/instructions.py (SHA256).
 train-instructions: install
-	$(PY) -m ragclinic.verify.training.instruction_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	$(TRAIN_PY) -m ragclinic_training.instruction_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/instructions-v1.json \
 	  --report bench/out/instructions-train.json
 
@@ -70,7 +73,7 @@ train-instructions: install
 ## with the feature head).
 train-cross: install
 	$(VENV)/bin/pip install -q -e '.[train]'
-	$(PY) -m ragclinic.verify.training.cross_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	$(TRAIN_PY) -m ragclinic_training.cross_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
 	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/cross-v1.npz \
 	  --frozen 8 --epochs 6 --lr 1e-4 --report bench/out/cross-train.json
 ## One run trains and calibrates (the shipped file: these layers, then its calibration refitted with
@@ -84,7 +87,7 @@ bench-llama-variants: install
 	  --out bench/out/llama-variants.json
 
 bench-verifier: install
-	$(PY) bench/verifier_bench.py --rgb $(DATA)/rgb/zh_fact.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
+	$(TRAIN_PY) bench/verifier_bench.py --rgb $(DATA)/rgb/zh_fact.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
 	  --verifiers learned,learned-cross,lexical --out bench/out/verifier-bench.json
 
 bench-ingest: install

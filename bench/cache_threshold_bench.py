@@ -1,7 +1,7 @@
 """The answer cache's e5 threshold: near-identical questions should hit, other questions never.
 
 Questions from CMRC2018 trial (zh) and HaluEval QA (en), grouped by their article / knowledge (split by
-verify/training/pairs.py split_of: the threshold is chosen on "train" + "val", reported on "test").
+training/ragclinic_training/pairs.py split_of: the threshold is chosen on "train" + "val", reported on "test").
 Should hit: the question re-typed — a polite opener ("请问" / "Please tell me"), a trailing "呢" / "exactly" (the
 exact-text forms — case, width, spaces, closing punctuation — hit by normalisation and are not counted).
 Must not hit: every other question of the same article (same topic, same names); the question with one of
@@ -10,7 +10,7 @@ its names replaced by another name of the same group; the question with a constr
 the shipped rule) the content terms, numbers and question word agree (store/answer_cache.py same_constraints);
 ``--no-guard`` measures the vector alone.
 
-    python bench/cache_threshold_bench.py --cmrc ../shared/data/cmrc2018/cmrc2018_trial.json \
+    PYTHONPATH=training python bench/cache_threshold_bench.py --cmrc ../shared/data/cmrc2018/cmrc2018_trial.json \
         --halueval ../shared/data/halueval/qa_one-turn_data.json --out bench/out/cache-threshold.json
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 
 from ragclinic.models.e5 import E5Embedder
 from ragclinic.store.answer_cache import normalise, same_constraints
-from ragclinic.verify.training.pairs import split_of
+from ragclinic_training.pairs import split_of
 
 from output import emit  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Planted-instruction detection, the rules against the rules + the learned detector, side by side.
 
-    python bench/injection_detection_bench.py --out bench/out/injection-detection.json [--limit-scifact N]
+    PYTHONPATH=training python bench/injection_detection_bench.py --out bench/out/injection-detection.json [--limit-scifact N]
 
 - Held-out phrasings: bench/injection/heldout2.py (written before the detector's training data, never used to
   build or tune it) and heldout.py (seen while the rules were examined), each planted between two fact sentences
@@ -70,7 +70,7 @@ def benign(detector) -> dict:
 
 
 def real_passages(limit_scifact: int) -> list[tuple[str, str]]:
-    from ragclinic.verify.training.instruction_data import cmrc_heldout_contexts
+    from ragclinic_training.instruction_data import cmrc_heldout_contexts
 
     out = []
     with (DATA / "scifact" / "beir" / "corpus.jsonl").open() as f:

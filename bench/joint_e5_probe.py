@@ -28,9 +28,9 @@ from verifier_bench import halueval_sets, rgb_sets  # noqa: E402
 
 from ragclinic.verify.features import extract  # noqa: E402
 from ragclinic.verify.learned import e5_passage, e5_query  # noqa: E402
-from ragclinic.verify.training.__main__ import _item_threshold, _weights  # noqa: E402
-from ragclinic.verify.training.fit import fit_mlp, log_loss  # noqa: E402
-from ragclinic.verify.training.pairs import Pair, all_pairs  # noqa: E402
+from ragclinic_training.__main__ import _item_threshold, _weights  # noqa: E402
+from ragclinic_training.fit import fit_mlp, log_loss  # noqa: E402
+from ragclinic_training.pairs import Pair, all_pairs  # noqa: E402
 
 
 class JointCache:

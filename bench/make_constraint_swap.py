@@ -9,7 +9,7 @@ Sources, licensed and read by path: HaluEval QA (English, MIT; each question's H
 passages, same-topic negatives as bench/make_english_rgb.py builds them) and CMRC2018 (Chinese, CC BY-SA 4.0; the
 220-character chunks of an article holding the answer or the swapped value as positives, its other chunks and
 the most character-similar chunks of other articles as negatives). Only questions of the verifier's ``test``
-split (ragclinic.verify.training.pairs.split_of) are used: none was seen in training or threshold choice.
+split (ragclinic_training.pairs.split_of) are used: none was seen in training or threshold choice.
 
 The swap is the question's first year; else an ordinal other than "first"; else a number; else a named entity
 (English: a capitalised name of the question, replaced by one of the same kind — the noun of its passage's "X is
@@ -23,12 +23,12 @@ the same half of both sets —, the CMRC article id for Chinese, so that no arti
 Tune on dev; report held-out once, at the end. Chinese answers over 40 characters are left out (a contradiction
 is found by the answer appearing in the reply, and a long span is rarely repeated word for word).
 
-    python bench/make_constraint_swap.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
+    PYTHONPATH=training python bench/make_constraint_swap.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
         --cmrc ../shared/data/cmrc2018/cmrc2018_trial.json --out bench/out/constraint-swap
     # -> en.jsonl, en-dev.jsonl, en-heldout.jsonl, zh.jsonl, zh-dev.jsonl, zh-heldout.jsonl
     ragclinic eval rag --dataset rgb:bench/out/constraint-swap/en-dev.jsonl --arms naive,plain,doctor \
         --noise 0,0.4 --llm local-small --out bench/out/eval/swap-en-dev
-    python bench/make_constraint_swap.py --split bench/out/halueval-test-rgb.jsonl   # any RGB file, same halves
+    PYTHONPATH=training python bench/make_constraint_swap.py --split bench/out/halueval-test-rgb.jsonl   # any RGB file, same halves
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def en_type(entity: str, passages: list[str]) -> str:
 
 def en_groups(halueval: Path) -> dict[str, dict]:
     """The test-split questions with their positive and negative passages (bench/make_english_rgb.py's way)."""
-    from ragclinic.verify.training.pairs import halueval_pairs
+    from ragclinic_training.pairs import halueval_pairs
 
     groups: dict[str, dict] = defaultdict(lambda: {"positive": [], "negative": []})
     for p in halueval_pairs(halueval):
@@ -269,7 +269,7 @@ def zh_passages(art: dict, ans: str, value: str, chunked: dict[str, list[str]]) 
 
 
 def chinese(cmrc: Path, n: int, seed: int) -> list[dict]:
-    from ragclinic.verify.training.pairs import chunks, split_of as verifier_split
+    from ragclinic_training.pairs import chunks, split_of as verifier_split
 
     data = json.loads(cmrc.read_text(encoding="utf-8"))["data"]
     chunked = {a["id"]: [c for p in a["paragraphs"] for c in chunks(p["context"], 220)] for a in data}

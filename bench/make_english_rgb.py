@@ -3,7 +3,7 @@ training or threshold choice): ``positive`` = the question's two-paragraph Hotpo
 same-topic passages without the answer (the context's other paragraph, the context with its answer sentence
 removed, the most word-similar other context), so ``eval rag --noise neg`` asks the negative-only question.
 
-    python bench/make_english_rgb.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
+    PYTHONPATH=training python bench/make_english_rgb.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
         --out bench/out/halueval-test-rgb.jsonl
 """
 
@@ -14,7 +14,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from ragclinic.verify.training.pairs import halueval_pairs
+from ragclinic_training.pairs import halueval_pairs
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ HotpotQA context as positive, its other paragraph, the context with the answer s
 word-similar other context as same-topic negatives. Beside each verifier: seconds per pair (median). With
 ``--judge local`` the 1.5B yes/no judge is scored on the same pairs at its calibrated threshold.
 
-    python bench/verifier_bench.py --rgb ../shared/data/rgb/zh_fact.json \
+    PYTHONPATH=training python bench/verifier_bench.py --rgb ../shared/data/rgb/zh_fact.json \
         --halueval ../shared/data/halueval/qa_one-turn_data.json --verifiers learned,lexical [--judge local]
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from ragclinic.config import Settings
 from ragclinic.eval.datasets import load
 from ragclinic.verify import create_verifier
-from ragclinic.verify.training.pairs import halueval_pairs
+from ragclinic_training.pairs import halueval_pairs
 
 from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
 

