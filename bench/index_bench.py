@@ -148,8 +148,8 @@ def embed_sentences(cache: Path, n: int, skip_docs: int = 1000) -> int:
     """Put e5 vectors of ``n`` SciFact sentences (from abstracts after the first ``skip_docs``) into
     ``cache``, so recall is measured on a realistically sized set of real embeddings."""
     from ragclinic.models.e5 import E5Embedder
-    from ragclinic.pipeline.chunk import split_sentences
     from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache
+    from ragclinic.text.sentences import split_sentences
 
     corpus = ROOT.parent / "shared" / "data" / "scifact" / "beir" / "corpus.jsonl"
     texts: list[str] = []

@@ -118,7 +118,7 @@ def main() -> None:
         print(name, json.dumps({k: {s: v.get("rate") for s, v in result[name]["held_out"].items()} if k == "held_out"
                                 else v for k, v in result[name].items() if k != "false_alarms"}, ensure_ascii=False)[:600],
               flush=True)
-    from ragclinic.pipeline.chunk.sentences import split_sentences
+    from ragclinic.text.sentences import split_sentences
 
     n_sent = sum(len(split_sentences(t)) for _, t in passages)
     n_cued = sum(cued(t[s:e]) for _, t in passages for s, e in split_sentences(t))

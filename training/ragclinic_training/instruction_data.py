@@ -253,7 +253,7 @@ _GLUED = re.compile(r"(?<=[a-z0-9\)\"”][.!?])(?=[A-Z])")
 
 
 def _sentences(text: str) -> list[str]:
-    from ragclinic.pipeline.chunk.sentences import split_sentences
+    from ragclinic.text.sentences import split_sentences
 
     text = _GLUED.sub(" ", text)
     return [text[a:b].strip() for a, b in split_sentences(text) if 12 <= len(text[a:b].strip()) <= 400]

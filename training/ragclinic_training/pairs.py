@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.text.lang import is_cjk
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms
 from ragclinic.verify.constraints import constraints
 

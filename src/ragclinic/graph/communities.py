@@ -25,6 +25,7 @@ import numpy as np
 from ragclinic.errors import ConfigError
 from ragclinic.store import graph as store
 from ragclinic.store.graph import Community, Point
+from ragclinic.text.sentences import split_sentences
 
 HUB_SHARE = 0.5  # an entity in more than this share of the documents (when there are ≥ HUB_MIN_DOCS) is a hub
 HUB_MIN_DOCS = 6
@@ -255,8 +256,6 @@ def extractive_summary(title: str, points: Sequence[Point]) -> str:
 def summary_points(conn: sqlite3.Connection, members: Sequence[str], limit: int = POINTS) -> list[Point]:
     """The sentences naming the most members (greedy: each adds the most members not yet covered, a document
     already used counts half), most central member first on ties; each cites its chunk."""
-    from ragclinic.pipeline.chunk.sentences import split_sentences
-
     if not members:
         return []
     rank = {e: i for i, e in enumerate(members)}

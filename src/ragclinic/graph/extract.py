@@ -19,10 +19,10 @@ import unicodedata
 from collections.abc import Sequence
 from itertools import combinations
 
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.store.graph import ChunkGraph, Mention, Relation
 from ragclinic.text.analyzer import STOPWORDS, jieba_handle
 from ragclinic.text.lang import simplified
+from ragclinic.text.sentences import split_sentences
 
 MAX_PER_SENTENCE = 10  # entities of one sentence paired (10 → 45 relations)
 _DESCRIPTION_CHARS = 240

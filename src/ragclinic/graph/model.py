@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ragclinic.graph.extract import _describe, extract_chunks, normalise
 from ragclinic.models.llm import Message
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.store.graph import ChunkGraph, Mention, Point, Relation
+from ragclinic.text.sentences import split_sentences
 
 TYPES = ("person", "organisation", "concept", "technology", "event", "location")
 EXTRACT_TOKENS = 400

@@ -45,7 +45,7 @@ class Mention:
     entity: str  # the normalised key entities are merged by
     name: str  # as written (the most frequent spelling names the entity)
     type: str  # fast: name, acronym, phrase, person, location, organisation; model: the schema's six types
-    sentence: int  # index of the sentence in the chunk (text split by pipeline/chunk/sentences.py)
+    sentence: int  # index of the sentence in the chunk (text split by text/sentences.py)
 
 
 @dataclass(frozen=True)

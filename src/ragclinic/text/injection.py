@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragclinic.text.sentences import paragraphs, split_sentences
+
 _EN = (
     r"\b(ignore|disregard|forget|override|bypass)\s+((all|any|the|your|of|these|those|my|every)\s+){0,3}"
     r"(previous|prior|above|earlier|preceding|foregoing|system|original|other|existing)\s+"
@@ -73,7 +75,7 @@ class Span:
 def looks_like_instruction(text: str) -> bool:
     """A cheap test: does any instruction pattern, addressing cue or hidden run occur in ``text``?"""
     return (any(p.search(text) for p in _PATTERNS) or _HIDDEN.search(text) is not None
-            or any(_ADDRESS.match(text, a) for a, _ in _paragraphs(text)))
+            or any(_ADDRESS.match(text, a) for a, _ in paragraphs(text)))
 
 
 def find_instructions(text: str, detector=None) -> list[Span]:
@@ -82,18 +84,16 @@ def find_instructions(text: str, detector=None) -> list[Span]:
     (kind ``learned``)."""
     if detector is None and not looks_like_instruction(text):
         return []
-    from ragclinic.pipeline.chunk.sentences import split_sentences
-
     spans = [Span(m.start(), m.end(), "hidden") for m in _HIDDEN.finditer(text)]
-    paragraphs = []
-    for a, b in _paragraphs(text):
+    unaddressed = []
+    for a, b in paragraphs(text):
         if _ADDRESS.match(text, a):
             spans.append(Span(a, b, "addressed"))
         else:
-            paragraphs.append(split_sentences(text[a:b], a))
-    sentences = [text[s:e] for sents in paragraphs for s, e in sents]
+            unaddressed.append(split_sentences(text[a:b], a))
+    sentences = [text[s:e] for sents in unaddressed for s, e in sents]
     learned = iter(detector.flags(sentences) if detector is not None and sentences else [False] * len(sentences))
-    for sents in paragraphs:
+    for sents in unaddressed:
         flagged = False
         for s, e in sents:
             sentence, by_model = text[s:e], next(learned)
@@ -106,12 +106,6 @@ def find_instructions(text: str, detector=None) -> list[Span]:
             else:
                 flagged = False
     return _merge(spans)
-
-
-def _paragraphs(text: str) -> list[tuple[int, int]]:
-    from ragclinic.pipeline.chunk.sentences import paragraphs
-
-    return paragraphs(text)
 
 
 def _merge(spans: list[Span]) -> list[Span]:
@@ -141,4 +135,4 @@ def strip_spans(text: str, spans: list[Span], offset: int = 0) -> str:
 
 def paragraph_number(text: str, offset: int) -> int:
     """1-based number of the paragraph of ``text`` that holds ``offset``."""
-    return sum(1 for a, _ in _paragraphs(text[:offset + 1]) if a <= offset) or 1
+    return sum(1 for a, _ in paragraphs(text[:offset + 1]) if a <= offset) or 1

@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.text.lang import is_cjk
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, numbers, weighted_coverage
 from ragclinic.verify.constraints import answer_type, check_all, has_answer_of_type
 

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from ragclinic.config import Settings
-from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker, split_clauses, split_sentences
+from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.pipeline.chunk import tokens as tokens_mod
-from ragclinic.pipeline.chunk.sentences import LONG_RUN
 from ragclinic.pipeline.chunk.tokens import FakeTokenCounter
+from ragclinic.text.sentences import LONG_RUN, split_clauses, split_sentences
 from ragclinic.types import ParsedDocument
 
 from .docs import small_settings
@@ -113,7 +113,7 @@ def test_a_two_megabyte_token_parses_and_chunks_with_e5_in_seconds(tmp_path):
 
 def test_pysbd_never_sees_more_than_pysbd_max_characters(monkeypatch):
     """Its alphabetical-list pass rewrites the whole text once per item: quadratic on one long paragraph."""
-    from ragclinic.pipeline.chunk import sentences
+    from ragclinic.text import sentences
 
     seen: list[str] = []
     real = sentences._pysbd_sentences
@@ -126,7 +126,7 @@ def test_pysbd_never_sees_more_than_pysbd_max_characters(monkeypatch):
 
 
 def test_a_long_run_is_a_sentence_of_its_own_and_never_goes_to_pysbd(monkeypatch):
-    from ragclinic.pipeline.chunk import sentences
+    from ragclinic.text import sentences
 
     seen: list[int] = []
     real = sentences._pysbd_sentences
@@ -141,7 +141,7 @@ def test_a_long_run_is_a_sentence_of_its_own_and_never_goes_to_pysbd(monkeypatch
 def test_a_long_chinese_paragraph_is_sentences_not_a_run():
     """CJK prose has no spaces: a paragraph over LONG_RUN characters is still split at 。, never cut by characters
     mid-sentence (the first long-run rule cut a 3,000-character paragraph into pieces ending anywhere)."""
-    from ragclinic.pipeline.chunk import sentences
+    from ragclinic.text import sentences
 
     para = "检索增强生成先检索相关段落，再让语言模型作答。" * 130  # 3,120 characters, 130 sentences
     assert len(para) > sentences.LONG_RUN and sentences.long_runs(para) == []

@@ -6,8 +6,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragclinic.pipeline.chunk import Chunker, split_clauses, split_sentences
+from ragclinic.pipeline.chunk import Chunker
 from ragclinic.pipeline.chunk.tokens import FakeTokenCounter
+from ragclinic.text.sentences import split_clauses, split_sentences
 
 from .docs import DocBuilder, small_settings
 

@@ -16,9 +16,9 @@ from types import MappingProxyType
 from ragclinic.config import Settings
 from ragclinic.errors import LayerError, RagclinicError
 from ragclinic.pipeline.chunk.report import build_report, where
-from ragclinic.pipeline.chunk.sentences import LONG_RUN, long_runs, split_clauses, split_sentences
 from ragclinic.pipeline.chunk.tokens import TokenCounter
 from ragclinic.text.lang import detect_language
+from ragclinic.text.sentences import LONG_RUN, long_runs, split_clauses, split_sentences
 from ragclinic.types import Chunk, ChunkReport, ParsedDocument, Section, Table, make_chunk_id
 
 

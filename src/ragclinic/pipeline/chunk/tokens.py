@@ -10,8 +10,8 @@ import re
 from typing import Protocol, runtime_checkable
 
 from ragclinic.models.e5 import shared_e5
-from ragclinic.pipeline.chunk.sentences import CJK_RANGES, LONG_RUN
 from ragclinic.registry import Registry
+from ragclinic.text.sentences import CJK_RANGES, LONG_RUN
 
 
 @runtime_checkable

@@ -13,14 +13,14 @@ import re
 from collections.abc import Sequence
 
 from ragclinic.models.judge import Judge
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.pipeline.generate.structured import Item
 from ragclinic.text.lang import detect_language
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, lexical_support, numbers
 from ragclinic.types import Claim, Passage
 from ragclinic.verify import cheap, task_threshold
 from ragclinic.verify.answer_check import backing
-from ragclinic.pipeline.generate.structured import Item
 from ragclinic.verify.base import SHORT_ANSWER_TERMS, judge_text
 
 CITE = re.compile(r"\[(\d+(?:\s*[,，、]\s*\d+)*)\]")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 from ragclinic.models.llm import TokenCallback
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.gate.templates import render
-from ragclinic.text.lang import language_of
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput, number_of
+from ragclinic.text.lang import language_of
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms
 
 

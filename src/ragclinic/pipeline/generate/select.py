@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.text.lang import is_cjk
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, weighted_coverage
 from ragclinic.types import Conflict, Passage
 from ragclinic.verify.constraints import answer_type, has_answer_of_type

@@ -25,10 +25,10 @@ import numpy as np
 
 from ragclinic.graph.communities import community_title, statement
 from ragclinic.graph.extract import chinese_entities, english_entities, normalise
-from ragclinic.pipeline.chunk.sentences import split_sentences
 from ragclinic.pipeline.reason.graph_scope import Sight
 from ragclinic.store import graph as store
 from ragclinic.text.lang import language_of
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, weighted_coverage
 from ragclinic.types import Hit, Passage
 

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ragclinic.pipeline.chunk.sentences import split_sentences
+from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, coverage
 from ragclinic.types import Conflict, Passage
 

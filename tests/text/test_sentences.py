@@ -3,9 +3,8 @@ from __future__ import annotations
 import pysbd
 import pytest
 
-from ragclinic.pipeline.chunk import split_clauses, split_sentences
-from ragclinic.pipeline.chunk.sentences import _SEGMENTER
 from ragclinic.pipeline.chunk.tokens import FakeTokenCounter
+from ragclinic.text.sentences import _SEGMENTER, split_clauses, split_sentences
 
 
 def texts(text: str, **kw) -> list[str]:
