@@ -21,7 +21,7 @@ from reason.ambiguity_set import questions, write_corpus  # noqa: E402
 
 from ragclinic import Clinic  # noqa: E402
 from ragclinic.pipeline.reason.ambiguity import assess, resolve_followup  # noqa: E402
-from ragclinic.pipeline.state import AskRequest, AskState  # noqa: E402
+from ragclinic.types import AskRequest, AskState  # noqa: E402
 
 
 def scored(clinic, question: str):

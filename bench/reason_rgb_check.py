@@ -17,7 +17,7 @@ from ragclinic import Clinic  # noqa: E402
 from ragclinic.pipeline.reason.ambiguity import assess  # noqa: E402
 from ragclinic.pipeline.reason.planner import tables_in_scope  # noqa: E402
 from ragclinic.pipeline.reason.route import choose_path  # noqa: E402
-from ragclinic.pipeline.state import AskRequest, AskState  # noqa: E402
+from ragclinic.types import AskRequest, AskState  # noqa: E402
 
 
 def main(run: Path) -> None:

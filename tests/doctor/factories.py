@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ragclinic.config import Settings
 from ragclinic.doctor.symptoms import Exam
-from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.types import AskRequest, AskState
 from ragclinic.text.lang import detect_language
 from ragclinic.types import Answer, Chunk, Citation, Claim, Conflict, DocInfo, GateDecision, Hit, Passage, SourceScore
 

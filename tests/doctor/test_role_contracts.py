@@ -16,7 +16,7 @@ from ragclinic.doctor.symptoms import DETECTORS, TIERS, Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 from ragclinic.doctor.treatments.fake import ScriptedTreatment
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.trace.model import QUERY_LAYERS
 
 DOCS = {**BOND_DOCS,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from helpers import BOND_DOCS, build_kb
 from ragclinic.errors import LimitExceeded, RagclinicError
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.pipeline.scope.filters import Scope
+from ragclinic.types import Scope
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.injection import find_instructions, strip_spans
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.types import Passage
 
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from ragclinic.errors import RagclinicError
 from ragclinic.eval.metrics import answer_correct
-from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.types import AskRequest, AskState
 from ragclinic.trace.model import LAYERS, Trace
 from ragclinic.types import Chunk, Hit, Passage
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
-from ragclinic.pipeline.state import AskState
-from ragclinic.pipeline.scope.filters import Scope, resolve
+from ragclinic.types import AskState
+from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.types import Scope
 from ragclinic.text.support import content_terms
 
 DEPTH = 100  # how deep each retriever is searched for the gold chunk

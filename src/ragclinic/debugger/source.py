@@ -62,8 +62,8 @@ def probe_parse(case: Case) -> LayerReport:
 def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
     """Documents whose raw source states the answer, among those a search for the question and the answer
     ranks first (reading every raw file of a large knowledge base would take too long)."""
-    from ragclinic.pipeline.scope.filters import Scope
-    from ragclinic.pipeline.state import AskRequest, AskState
+    from ragclinic.types import Scope
+    from ragclinic.types import AskRequest, AskState
 
     search = AskRequest(case.trace.query + " " + " ".join(answers), Scope(), top_k=30, retriever="lexical")
     found, _ = case.pipeline.run_layer("retrieve", AskState(search), scope_newest_version=False)

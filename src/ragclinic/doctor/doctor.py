@@ -27,7 +27,7 @@ from ragclinic.pipeline.gate.templates import render
 from ragclinic.text.lang import language_of
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.pipeline.scope.instructions import removal_places
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
 from ragclinic.types import Answer

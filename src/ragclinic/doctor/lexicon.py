@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragclinic.pipeline.scope.filters import Scope, resolve
+from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.types import Scope
 
 
 class Lexicon:

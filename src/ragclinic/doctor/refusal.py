@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.text.support import coverage
 from ragclinic.types import Answer
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Protocol
 
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.registry import Registry
 from ragclinic.trace.model import Trace
 

@@ -25,7 +25,7 @@ from ragclinic.pipeline.scope.conflicts import find_conflicts
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.pipeline.scope.instructions import removal_exclusion, sanitize
 from ragclinic.pipeline.scope.policies import apply_authority
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.trace.codec import hit_to_dict, passage_to_dict
 from ragclinic.types import Exclusion, Hit, Passage
 from ragclinic.verify.instructions import detector_for

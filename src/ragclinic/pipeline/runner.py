@@ -22,8 +22,8 @@ from ragclinic.pipeline.generate import GENERATORS, Generator
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.generate.llm import LLMGenerator
 from ragclinic.pipeline.layers import LAYER_FUNCS
-from ragclinic.pipeline.scope.filters import Scope
-from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.types import Scope
+from ragclinic.types import AskRequest, AskState
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, new_trace_id
 from ragclinic.trace.recorder import RecordingModel, Tape

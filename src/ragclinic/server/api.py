@@ -140,8 +140,8 @@ async def retrieval(body: RetrievalBody, request: Request, who: Principal = Call
 
 
 def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
-    from ragclinic.pipeline.scope.filters import Scope as Filter
-    from ragclinic.pipeline.state import AskRequest, AskState
+    from ragclinic.types import Scope as Filter
+    from ragclinic.types import AskRequest, AskState
 
     t0 = time.perf_counter()
     pairs, must = dict(body.scope or {}), tuple(sorted(who.enforced.items()))

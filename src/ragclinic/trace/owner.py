@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ragclinic.errors import OutsideScope
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.store.db import Database
 from ragclinic.trace.model import Trace
 

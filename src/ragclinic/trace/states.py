@@ -14,8 +14,8 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from ragclinic.errors import RagclinicError
-from ragclinic.pipeline.scope.filters import Scope
-from ragclinic.pipeline.state import AskRequest, AskState
+from ragclinic.types import Scope
+from ragclinic.types import AskRequest, AskState
 from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclusion_from_dict, hit_from_dict,
                                    hit_to_dict, passage_from_dict, passage_to_dict)
 from ragclinic.trace.model import CHANGE, QUERY_LAYERS, Span, Trace

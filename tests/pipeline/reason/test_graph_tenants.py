@@ -84,7 +84,7 @@ def test_a_tenants_trace_records_nothing_of_the_other_tenants_graph(clinic, q):
 def test_question_entities_do_not_say_whether_a_name_is_elsewhere_in_the_knowledge_base(clinic):
     from ragclinic.pipeline.reason.graph_steps import admission
     from ragclinic.pipeline.runner import RunContext
-    from ragclinic.pipeline.state import AskRequest, AskState
+    from ragclinic.types import AskRequest, AskState
 
     state, _ = clinic.pipeline.ask("Who is Hank Scorpio?", enforced=ACME, save=False)
     ctx = RunContext(clinic.kb, clinic.settings, None, None, None)

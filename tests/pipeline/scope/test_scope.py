@@ -13,7 +13,8 @@ from ragclinic.config import Settings
 from ragclinic.errors import ConfigError
 from ragclinic.ingest.runner import ingest
 from ragclinic.pipeline.retrieve import create_retriever
-from ragclinic.pipeline.scope import Scope, allowed_rowids
+from ragclinic.pipeline.scope import allowed_rowids
+from ragclinic.types import Scope
 from ragclinic.store.kb import KnowledgeBase
 
 TENANTS = ["acme", "globex", "initech"]

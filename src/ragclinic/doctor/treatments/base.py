@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ragclinic.doctor.symptoms import Exam, Symptom
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.registry import Registry
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from ragclinic.doctor.symptoms import Exam, Symptom
 from ragclinic.doctor.treatments.base import Change
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 
 
 class ScriptedTreatment:

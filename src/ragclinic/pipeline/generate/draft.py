@@ -11,7 +11,7 @@ from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.structured import Item, Reply
 from ragclinic.pipeline.generate.structured import render as render_reply
 from ragclinic.pipeline.reason.graph import point_excerpt
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.text.lang import language_of
 
 

@@ -18,7 +18,7 @@ from ragclinic.pipeline.reason import causal
 from ragclinic.pipeline.reason import graph_steps
 from ragclinic.pipeline.reason.planner import answer_with_tools, tables_in_scope
 from ragclinic.pipeline.scope.instructions import removal_places
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.text.lang import language_of
 from ragclinic.trace.codec import passage_to_dict
 from ragclinic.types import Answer, Citation

@@ -12,7 +12,7 @@ from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
 from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
 from ragclinic.pipeline.generate.draft import answer_again
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.types import Passage
 from ragclinic.verify import cheap
 

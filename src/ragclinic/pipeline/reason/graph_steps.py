@@ -10,7 +10,7 @@ from typing import Any
 from ragclinic.pipeline.generate import check_claims
 from ragclinic.pipeline.reason import graph as graph_path
 from ragclinic.pipeline.scope.filters import resolve
-from ragclinic.pipeline.state import AskState
+from ragclinic.types import AskState
 from ragclinic.types import Hit, Passage
 
 

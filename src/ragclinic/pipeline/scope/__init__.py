@@ -1,5 +1,5 @@
 """Scope layer: metadata filters resolved to a pre-filter of chunk rows (policies come next)."""
 
-from ragclinic.pipeline.scope.filters import Scope, allowed_rowids
+from ragclinic.pipeline.scope.filters import allowed_rowids
 
-__all__ = ["Scope", "allowed_rowids"]
+__all__ = ["allowed_rowids"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ragclinic.config import Settings
-from ragclinic.pipeline.scope.filters import Scope
-from ragclinic.types import Answer, Conflict, Exclusion, GateDecision, Hit, Passage
-
+from ragclinic.types.data import Answer, Conflict, Exclusion, GateDecision, Hit, Passage
+from ragclinic.types.scope import Scope
 
 _DEFAULT = {k: Settings.model_fields[k].default for k in ("top_k", "context_k", "retriever", "rerank")}
 

@@ -1,4 +1,5 @@
-"""Frozen dataclasses that the layers exchange. Derive new values with ``dataclasses.replace``.
+"""Frozen dataclasses that the layers exchange: documents, chunks, hits, passages, the gate's decision, answers.
+Derive new values with ``dataclasses.replace``.
 
 Offsets (``start``/``end``) are always character offsets into ``ParsedDocument.text`` with
 ``text[start:end]`` being the span, so a citation can point at the exact paragraph.
