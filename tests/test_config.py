@@ -39,3 +39,24 @@ def test_unreadable_settings_file(tmp_path):
     (tmp_path / SETTINGS_FILE).write_text("this is = = not toml")
     with pytest.raises(ConfigError, match="cannot read settings file"):
         Settings.load(tmp_path)
+
+
+def test_the_builtin_backend_names_are_the_ones_the_models_register():
+    """config/names.py lists the built-ins so that settings check a name without importing the model code."""
+    from ragclinic.config.names import BUILTIN
+    from ragclinic.models.embedder import EMBEDDERS
+    from ragclinic.models.llm import LANGUAGE_MODELS, register_builtins
+
+    register_builtins()
+    for setting, registry in (("llm", LANGUAGE_MODELS), ("embedder", EMBEDDERS)):
+        ours = {n for n in registry.names() if registry.get(n).__module__.startswith("ragclinic.models.")}
+        assert ours == set(BUILTIN[setting])
+
+
+def test_a_plugin_backend_name_is_accepted_once_registered(tmp_path):
+    from helpers import register_slowfake
+
+    with pytest.raises(ConfigError, match="llm='slowllm'.*valid names: none, fake, local"):
+        Settings.load(tmp_path, llm="slowllm")
+    register_slowfake()
+    assert Settings.load(tmp_path, embedder="slowfake").embedder == "slowfake"

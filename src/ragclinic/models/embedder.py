@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ragclinic.config.names import accept_from
 from ragclinic.registry import Registry
 
 
@@ -25,6 +26,7 @@ class Embedder(Protocol):
 
 
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
+accept_from("embedder", EMBEDDERS.names)  # the settings accept the names plugins register
 
 
 def normalise(m: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ragclinic.config.names import accept_from
 from ragclinic.registry import Registry
 
 TokenCallback = Callable[[str], None]
@@ -46,6 +47,7 @@ class LanguageModel(Protocol):
 
 
 LANGUAGE_MODELS: Registry[LanguageModel] = Registry("language model")
+accept_from("llm", LANGUAGE_MODELS.names)  # the settings accept the names plugins register
 
 
 def create_language_model(name: str, settings) -> LanguageModel | None:

@@ -16,7 +16,7 @@ class AskRequest:
     question: str
     scope: Scope = field(default_factory=Scope)
     scope_pairs: tuple[tuple[str, str], ...] = ()  # as the user gave them (for the trace)
-    # the defaults are the settings' (config.py is the one place they are written)
+    # the defaults are the settings' (config/settings.py is the one place they are written)
     top_k: int = _DEFAULT["top_k"]
     context_k: int = _DEFAULT["context_k"]
     retriever: str = _DEFAULT["retriever"]
