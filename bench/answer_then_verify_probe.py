@@ -23,8 +23,9 @@ from pathlib import Path
 from ragclinic.config import Settings
 from ragclinic.eval.datasets import load
 from ragclinic.eval.metrics import answer_correct
+from ragclinic.models.factory import create_language_model
 from ragclinic.models.judge import LogitJudge
-from ragclinic.models.llm import Message, create_language_model
+from ragclinic.models.llm import Message
 from ragclinic.verify.constraints import check_all
 
 PROMPT = {

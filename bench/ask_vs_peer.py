@@ -84,7 +84,7 @@ def main() -> None:
     from ragclinic.eval.answer_form import form_violations
     from ragclinic.eval.metrics import answer_correct
     from ragclinic.eval.tasks.naive import naive_messages, refused, MAX_TOKENS
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
 
     cache = os.environ.get("RAGCLINIC_CACHE_DIR", str(Path.home() / ".cache" / "ragclinic"))
     items = [json.loads(x) for x in a.data.read_text(encoding="utf-8").splitlines() if x.strip()][:a.limit]

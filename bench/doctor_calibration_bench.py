@@ -100,7 +100,7 @@ def question_report() -> dict:
 def ignored_report(rng: random.Random, n: int) -> dict:
     import numpy as np
 
-    from ragclinic.models.embedder import create_embedder
+    from ragclinic.models.factory import create_embedder
     from ragclinic.text.support import lexical_support
 
     with open(DATA / "halueval" / "qa_one-turn_data.json", encoding="utf-8") as f:

@@ -63,7 +63,7 @@ def main() -> None:
     from ragclinic.config import Settings
     from ragclinic.doctor.detectors.faithfulness import judge_text, rule_risk
     from ragclinic.models.judge import LogitJudge
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
 
     data = items(args.pairs, args.seed)
     for it in data:

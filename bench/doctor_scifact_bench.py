@@ -52,7 +52,7 @@ def main() -> None:
     from ragclinic.config import Settings
     from ragclinic.doctor.detectors.faithfulness import claim_risk, rule_risk
     from ragclinic.models.judge import LogitJudge
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
 
     judge = LogitJudge(create_language_model(args.llm, Settings(llm=args.llm))) if args.llm != "none" else None
     rows, t0, calls = [], time.perf_counter(), 0

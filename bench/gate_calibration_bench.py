@@ -79,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     from ragclinic.config import Settings
     from ragclinic.models.judge import LogitJudge, relevance_threshold
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
     from ragclinic.text.support import coverage
 
     rng = random.Random(args.seed)

@@ -151,7 +151,7 @@ def _arm(c, q: dict) -> dict:
 
 
 def coverage_run(args) -> dict:
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
     from ragclinic.config import Settings
 
     out = Path(args.out)
@@ -287,7 +287,7 @@ def _model_sample(kb, n: int) -> dict:
     """Model-mode extraction of ``n`` random chunks: seconds a chunk, projected per 1,000, schema repairs."""
     from ragclinic.config import Settings
     from ragclinic.graph.model import ModelExtractor
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
 
     lm = create_language_model("local", Settings.load(None, llm="local"))
     ex = ModelExtractor(lm)

@@ -40,7 +40,7 @@ def main() -> None:
 
     from ragclinic.config import Settings
     from ragclinic.models.judge import LogitJudge
-    from ragclinic.models.llm import create_language_model
+    from ragclinic.models.factory import create_language_model
     from ragclinic.pipeline.retrieve import create_retriever
     from ragclinic.pipeline.retrieve.rerank import rerank
     from ragclinic.store.kb import KnowledgeBase

@@ -82,7 +82,7 @@ def main() -> None:
     result = {name: {} for name in data}
     arms = [(v, create_verifier(v)) for v in a.verifiers.split(",") if v]
     if a.judge:
-        from ragclinic.models.llm import create_language_model
+        from ragclinic.models.factory import create_language_model
 
         arms.append((f"llm:{a.judge}", create_verifier("llm", create_language_model(a.judge, Settings.load(
             None, llm=a.judge)))))

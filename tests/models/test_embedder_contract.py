@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragclinic.models.embedder import EMBEDDERS, Embedder, create_embedder
+from ragclinic.models.embedder import EMBEDDERS, Embedder
+from ragclinic.models.factory import create_embedder
 
 
 @pytest.fixture(params=["fake", "e5", "wordllama"])

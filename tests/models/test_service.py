@@ -15,7 +15,8 @@ import pytest
 from ragclinic.errors import ModelCrashed, ModelError
 from ragclinic.models.fake_llm import PacedLanguageModel
 from ragclinic.models.llm import LanguageModel, Message
-from ragclinic.models.service import ModelService, ServiceModel, describe_exit
+from ragclinic.models.process import describe_exit
+from ragclinic.models.service import ModelService, ServiceModel
 
 MSGS = [Message("system", "Reply briefly."), Message("user", "Is Paris the capital of France?")]
 REPLY = "Yes, Paris is the capital of France."

@@ -1,7 +1,7 @@
-"""The warm model worker (models/warm.py): one per user and configuration on a Unix socket, reused by the next
+"""The warm model worker (models/warm.py, warm_server.py): one per user and configuration on a Unix socket, reused by the next
 command, gone after its idle time, and never a reason for a command to fail.
 
-These run the scripted fake in a real warm worker process (``python -m ragclinic.models.warm``) with a short idle
+These run the scripted fake in a real warm worker process (``python -m ragclinic.models.warm_server``) with a short idle
 time in a temporary socket folder; the suite's other tests run with ``RAGCLINIC_LLM_WARM_SECONDS=0``."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from ragclinic.errors import ModelCrashed
-from ragclinic.models import warm
+from ragclinic.models import warm, warm_server
 from ragclinic.models.fake_llm import PacedLanguageModel
 from ragclinic.models.llm import Message
 from ragclinic.models.service import ModelService, ServiceModel
@@ -182,9 +182,9 @@ def test_check_peer_refuses_another_uid():
 def test_the_worker_refuses_a_client_of_another_uid(run_dir, monkeypatch, capsys):
     monkeypatch.setattr(warm, "peer_cred", lambda sock: (1, os.getuid() + 1))
     warm.private_dir(run_dir)
-    listener = warm._listen(run_dir / "t.sock")
+    listener = warm_server._listen(run_dir / "t.sock")
     load = {"name": "fake", "settings": {}, "options": {}}
-    server = threading.Thread(target=warm.serve, args=(listener, PacedLanguageModel(), {"ok": True}, load, 2.0),
+    server = threading.Thread(target=warm_server.serve, args=(listener, PacedLanguageModel(), {"ok": True}, load, 2.0),
                               daemon=True)
     server.start()
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-# What models/builtin.py registers (tests/models check the two agree); "none" is valid too and means no model.
+# What models/factory.py registers (tests/models check the two agree); "none" is valid too and means no model.
 BUILTIN: dict[str, tuple[str, ...]] = {
     "llm": ("fake", "local", "local-small", "openai"),
     "embedder": ("e5", "fake", "wordllama"),

@@ -36,15 +36,3 @@ def normalise(m: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return m / norms
-
-
-def create_embedder(name: str) -> Embedder | None:
-    """The embedder a knowledge base is configured with; None for the lexical-only mode."""
-    if name == "none":
-        return None
-    register_builtins()
-    return EMBEDDERS.create(name)
-
-
-def register_builtins() -> None:
-    import ragclinic.models.builtin  # noqa: F401  (importing registers the built-in backends)

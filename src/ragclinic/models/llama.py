@@ -20,7 +20,7 @@ import numpy as np
 from ragclinic.errors import ModelError
 from ragclinic.models.fields import decode, plan
 from ragclinic.models.kv_prefix import PrefixStates
-from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
+from ragclinic.models.llm import Completion, Message, TokenCallback, candidate_variants
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
 from ragclinic.native import native
 
@@ -260,19 +260,3 @@ def _close_all() -> None:
     for model in _LOADED.values():
         model._llm.close()
     _LOADED.clear()
-
-
-def create_local(name: str, settings):
-    """``local`` / ``local-small``: in the shared model worker (``llm_isolation = process``, the default), so a
-    native crash costs one answer, not the process; ``inline`` loads the model into this process."""
-    if settings.llm_isolation == "inline":
-        return load_llama(name, settings)
-    from ragclinic.models.service import ServiceModel, shared_service
-
-    spec = WEIGHTS[name]
-    weights_path(spec, settings.cache_dir)  # missing or corrupt weights: ModelError now, before any worker
-    return ServiceModel(shared_service(name, settings), model_id=f"{spec.name}:{spec.sha256[:12]}")
-
-
-LANGUAGE_MODELS.register("local", lambda settings: create_local("local", settings))
-LANGUAGE_MODELS.register("local-small", lambda settings: create_local("local-small", settings))

@@ -50,18 +50,6 @@ LANGUAGE_MODELS: Registry[LanguageModel] = Registry("language model")
 accept_from("llm", LANGUAGE_MODELS.names)  # the settings accept the names plugins register
 
 
-def create_language_model(name: str, settings) -> LanguageModel | None:
-    """The configured language model; None for ``none`` (extractive answers, no model)."""
-    if name == "none":
-        return None
-    register_builtins()
-    return LANGUAGE_MODELS.create(name, settings)
-
-
-def register_builtins() -> None:
-    import ragclinic.models.builtin  # noqa: F401
-
-
 def candidate_variants(word: str) -> list[str]:
     """Surface forms a tokenizer may emit for an answer word ("yes" → "yes", "Yes", " yes", " Yes", "YES")."""
     forms = {word, word.lower(), word.capitalize(), word.upper()}

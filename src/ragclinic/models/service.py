@@ -20,9 +20,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -32,27 +30,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ragclinic.errors import ModelCrashed, ModelError
+from ragclinic.models import warm
 from ragclinic.models.llm import Completion, Message, TokenCallback
+from ragclinic.models.process import EOF, describe_exit, drain, pump, worker_env
 
-_EOF = object()
 log = logging.getLogger("ragclinic.models.service")
 
 
 class StartFailed(ModelError):
     """The worker could not load the model (it died loading it, or answered that it cannot)."""
-
-
-def describe_exit(code: int | None) -> str:
-    """``-11`` → "SIGSEGV"; a plain exit code → "exit code 3"."""
-    if code is None:
-        return "no exit status"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return name + (" (killed: out of memory, or by another process)" if -code == signal.SIGKILL else "")
-    return f"exit code {code}"
 
 
 @dataclass
@@ -168,8 +154,8 @@ class ModelService:
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env(),
                                 start_new_session=True, text=True, encoding="utf-8", bufsize=1)
         w = _Worker(proc, queue.Queue())
-        threading.Thread(target=_pump, args=(proc.stdout, w.replies), daemon=True).start()
-        threading.Thread(target=_drain, args=(proc.stderr, w.stderr_tail), daemon=True).start()
+        threading.Thread(target=pump, args=(proc.stdout, w.replies), daemon=True).start()
+        threading.Thread(target=drain, args=(proc.stderr, w.stderr_tail), daemon=True).start()
         self.starts += 1
         self._worker = w
         try:
@@ -187,8 +173,6 @@ class ModelService:
 
     def _connect_warm(self):
         """The user's warm worker (started if there is none), or None — with the reason in a debug log."""
-        from ragclinic.models import warm
-
         try:
             w, started = warm.connect(self.warm, self._load_request(), load_timeout=self.timeout)
         except warm.Unavailable as e:
@@ -232,7 +216,7 @@ class ModelService:
             except queue.Empty:
                 w.kill()
                 raise self._crashed(w, f"no reply within llm_call_timeout={self.timeout:.0f} s") from None
-            if line is _EOF:
+            if line is EOF:
                 raise self._crashed(w, "")
             try:
                 reply = json.loads(line)
@@ -256,31 +240,6 @@ class ModelService:
         err = ModelCrashed(reason)
         err.stderr = "\n".join(w.stderr_tail)
         return err
-
-
-def worker_env() -> dict:
-    """The environment a worker process starts with."""
-    env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-    for var in ("GGML_BACKEND_PATH", "LLAMA_CPP_LIB_PATH", "LD_PRELOAD"):
-        env.pop(var, None)  # each could bring in a llama.cpp / ggml build other than ragclinic's
-    return env
-
-
-def _pump(stream, replies: "queue.Queue") -> None:
-    try:
-        for line in stream:
-            replies.put(line)
-    except (OSError, ValueError):
-        pass
-    replies.put(_EOF)
-
-
-def _drain(stream, tail: deque) -> None:
-    try:
-        for line in stream:
-            tail.append(line.rstrip("\n"))
-    except (OSError, ValueError):
-        pass
 
 
 class ServiceModel:
@@ -349,11 +308,9 @@ def shared_service(name: str, settings) -> ModelService:
                        "llm_threads": settings.llm_threads, "seed": settings.seed,
                        "llm_prefix_cache": settings.llm_prefix_cache,
                        "llm_field_decoding": settings.llm_field_decoding}
-            from ragclinic.models.warm import spec_for
-
             svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
                                timeout=settings.llm_call_timeout, label=f"the {name} model",
-                               warm=spec_for(settings))
+                               warm=warm.spec_for(settings))
             _SERVICES[key] = svc
         return svc
 

@@ -4,7 +4,7 @@ With ``llm_warm_seconds`` > 0 the CLI's one-shot commands (``opt_in()``: ask, ch
 (1–2 s) and find the system turn's KV state kept. The worker listens on ``w-<hash>.sock`` in a 0700 folder of this
 user's (``$XDG_RUNTIME_DIR/ragclinic``, else ``<cache_dir>/run``); the hash covers the load request and the code
 that would serve it. It holds ``w-<hash>.lock`` while it lives (so only it binds or removes the socket), writes its
-stderr to ``w-<hash>.log``, serves worker.py's JSON lines (the same ``answer()``) to one client at a time, checks
+stderr to ``w-<hash>.log``, serves worker.py's JSON lines (warm_server.py) (the same ``answer()``) to one client at a time, checks
 each peer's uid (SO_PEERCRED; the client checks the worker's), and exits ``llm_warm_seconds`` after its last
 client left. A client's first line is its ``load`` request, answered as a fresh worker would (plus ``"warm":
 true`` and ``served``). A busy worker is waited for ``BUSY_WAIT_S``; that, and any failure to connect, raises
@@ -13,8 +13,6 @@ true`` and ``served``). A busy worker is waited for ``BUSY_WAIT_S``; that, and a
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -31,12 +29,13 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragclinic.models.service import _pump, describe_exit, worker_env
+from ragclinic.models.process import describe_exit, pump, worker_env
 
 BUSY_WAIT_S = 1.0  # a worker serving another command: wait this long for it, then start a private one
 SOCKET_WAIT_S = 15.0  # a worker just started: wait this long for its socket (its model load: llm_call_timeout)
 _MAX_SOCKET_PATH = 100  # bytes; sockaddr_un holds 108
 _opted_in = False
+_PACKAGE = Path(__file__).parent.parent  # the ragclinic package folder: the code a warm worker runs
 
 
 class Unavailable(Exception):
@@ -91,11 +90,8 @@ def check_peer(uid: int, own: int | None = None) -> None:
 
 
 def socket_path(spec: WarmSpec, load: dict) -> Path:
-    import ragclinic
-
-    root = Path(ragclinic.__file__).parent
-    newest = max((p.stat().st_mtime_ns for p in (root / "models").glob("*.py")), default=0)
-    ident = json.dumps({"load": load, "python": sys.executable, "code": [str(root), newest]}, sort_keys=True)
+    newest = max((p.stat().st_mtime_ns for p in (_PACKAGE / "models").glob("*.py")), default=0)
+    ident = json.dumps({"load": load, "python": sys.executable, "code": [str(_PACKAGE), newest]}, sort_keys=True)
     return spec.run_dir / f"w-{hashlib.sha256(ident.encode()).hexdigest()[:20]}.sock"
 
 
@@ -114,7 +110,7 @@ class WarmWorker:
         threading.Thread(target=self._read, daemon=True, name="ragclinic-warm-replies").start()
 
     def _read(self) -> None:
-        _pump(self._rf, self.replies)
+        pump(self._rf, self.replies)
         self._gone = True
 
     def alive(self) -> bool:
@@ -258,15 +254,13 @@ def _dial_started(path: Path, proc: subprocess.Popen) -> socket.socket:
 def _spawn(spec: WarmSpec, path: Path, load: dict) -> subprocess.Popen:
     """Start a worker in a session of its own, with no stdin/stdout of the command's (a caller reading the
     command's output to its end must not wait for the worker)."""
-    import ragclinic
-
     env = worker_env()
-    src = str(Path(ragclinic.__file__).parent.parent)  # the same code as this process
+    src = str(_PACKAGE.parent)  # the same code as this process
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     args = json.dumps({"socket": str(path), "idle": spec.idle_seconds, "load": load})
     with open(path.with_suffix(".log"), "ab") as log:
         os.chmod(log.name, 0o600)
-        return subprocess.Popen([sys.executable, "-m", "ragclinic.models.warm", args], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-m", "ragclinic.models.warm_server", args], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, env=env, cwd=str(spec.run_dir), start_new_session=True,
                                 close_fds=True)
 
@@ -292,127 +286,3 @@ def _tail(path: Path, lines: int = 30) -> list[str]:
             return f.read().decode("utf-8", "replace").splitlines()[-lines:]
     except OSError:
         return []
-
-
-# ---------------------------------------------------------------------------------------------- the worker
-def serve(listener: socket.socket, model, hello: dict, load: dict, idle: float) -> None:
-    """Serve clients one at a time until none has come for ``idle`` seconds."""
-    listener.settimeout(idle)
-    served = 0
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except socket.timeout:
-            return
-        with conn:
-            conn.settimeout(None)
-            try:
-                check_peer(peer_cred(conn)[1])
-            except OSError as e:  # PermissionError included
-                print(f"ragclinic warm worker: a client refused: {e}", file=sys.stderr, flush=True)
-                continue
-            _session(conn, model, {**hello, "served": served}, load)
-            served += 1
-
-
-def _session(conn: socket.socket, model, hello: dict, load: dict) -> None:
-    from ragclinic.models.worker import answer
-
-    rf = conn.makefile("r", encoding="utf-8", newline="\n")
-    wf = conn.makefile("w", encoding="utf-8", newline="\n")
-
-    def send(obj: dict) -> None:
-        wf.write(json.dumps(obj) + "\n")
-        wf.flush()
-
-    loaded = False
-    try:
-        for line in rf:
-            req = json.loads(line)
-            op = req.get("op")
-            if op == "quit":
-                return
-            try:
-                if op == "load":
-                    if {k: req.get(k) for k in ("name", "settings", "options")} != load:
-                        raise ValueError("this warm worker serves another model configuration")
-                    loaded = True
-                    send(hello)
-                elif not loaded:
-                    raise RuntimeError("no model is loaded; send a load request first")
-                else:
-                    send({"ok": True, "result": answer(model, req, lambda piece: send({"token": piece}))})
-            except OSError:
-                raise
-            except Exception as e:  # noqa: BLE001 - reported to the client, which raises ModelError
-                send({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
-    except (OSError, ValueError):
-        pass  # the client went away mid-reply (or sent garbage): the next one
-    finally:
-        for f in (wf, rf):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
-
-
-def _listen(path: Path) -> socket.socket:
-    try:
-        path.unlink()  # a stale socket: this process holds the lock, so no live worker owns it
-    except FileNotFoundError:
-        pass
-    old = os.umask(0o077)
-    try:
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    listener.listen(16)
-    return listener
-
-
-def main(argv: list[str] | None = None) -> int:
-    from ragclinic.models.worker import load as load_model
-
-    args = json.loads((argv or sys.argv)[1])
-    path, idle, load = Path(args["socket"]), float(args["idle"]), args["load"]
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        if e.errno in (errno.EAGAIN, errno.EACCES):
-            return 0  # another worker serves this socket
-        raise
-    try:
-        os.ftruncate(2, 0)  # the log (stderr, opened for appending) is this worker's
-    except OSError:
-        pass  # stderr is not a file (started by hand)
-    import faulthandler
-
-    faulthandler.enable(sys.stderr)  # a native crash leaves its Python stack in the log
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the socket is removed on the way out
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    listener = _listen(path)
-    ino = os.stat(path).st_ino
-    try:
-        t0 = time.perf_counter()
-        model, backend = load_model(load["name"], load.get("settings", {}), load.get("options", {}))
-        hello = {"ok": True, "model_id": model.model_id, "backend": backend, "pid": os.getpid(),
-                 "seconds": round(time.perf_counter() - t0, 3), "warm": True}
-        print(f"ragclinic warm worker {os.getpid()}: {model.model_id} on {path}, exits after {idle:g} s idle",
-              file=sys.stderr, flush=True)
-        serve(listener, model, hello, {k: load.get(k) for k in ("name", "settings", "options")}, idle)
-    finally:
-        try:
-            if os.stat(path).st_ino == ino:
-                path.unlink()
-        except OSError:
-            pass
-        listener.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

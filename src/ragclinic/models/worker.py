@@ -25,22 +25,20 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragclinic.models.fake_llm import PacedLanguageModel
+from ragclinic.models.llama import LlamaModel
 from ragclinic.models.llm import Completion, LanguageModel, Message
+from ragclinic.models.weights import WEIGHTS
 
 
 def load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]:
     """The model, in this process (never through another service)."""
     if name in ("local", "local-small"):
         ns = types.SimpleNamespace(**{**settings, "cache_dir": Path(settings["cache_dir"])})
-        from ragclinic.models.llama import LlamaModel
-        from ragclinic.models.weights import WEIGHTS
-
         ns.llm_cpu_variant = options.get("cpu_variant", "")
         model = LlamaModel(WEIGHTS[name], ns)
         return model, model.backend.to_json()
     if name == "fake":
-        from ragclinic.models.fake_llm import PacedLanguageModel
-
         keys = ("replies", "token_seconds", "yes_prob", "crash_on", "crash_signal")
         return PacedLanguageModel(**{k: options[k] for k in keys if k in options}), {"variant": "none"}
     raise ValueError(f"the model worker has no backend {name!r}")

@@ -37,7 +37,7 @@ class _Worker:
     """One Ray worker: the parser, chunker and embedder of a knowledge base's settings, loaded once."""
 
     def __init__(self, settings) -> None:
-        from ragclinic.models.embedder import create_embedder
+        from ragclinic.models.factory import create_embedder
         from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
 
         self.settings = settings
