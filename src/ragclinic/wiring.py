@@ -1,1 +1,154 @@
-"""The one wiring module: builds the parts (knowledge base, embedder, vector index, language model, judge, generator)."""
+"""The one wiring module: the parts a question runs on, built from the Settings here and nowhere else.
+
+The knowledge base (opened or created, with the embedder the ``embedder`` setting names; its vector index comes
+from the VECTOR_INDEXES registry, store/vector_index.py), the language model, the judge (verify.create_judge: the
+one way a judge or verifier is chosen), the generator and the pipeline over them. The Clinic, the CLI, the
+server, the evaluation harness, the Ray workers and the health checks ask this module for parts; none builds its
+own. ``Parts(settings)`` builds each part on first use and keeps it::
+
+    parts = Parts(Settings.load("kb", llm="none"))
+    state, trace = parts.pipeline.ask("What is the risk-free rate?")
+    parts.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ragclinic.config import Settings
+from ragclinic.errors import ModelError
+from ragclinic.models.embedder import Embedder
+from ragclinic.models.factory import create_embedder, create_language_model
+from ragclinic.models.judge import Judge
+from ragclinic.models.llm import LanguageModel
+from ragclinic.pipeline.generate import GENERATORS, Generator
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.store.kb import KnowledgeBase
+from ragclinic.verify import Verifier, create_judge, create_verifier
+
+Warn = Callable[[str], None]
+LOAD: Any = object()  # Parts(model=LOAD): load the model the ``llm`` setting names on first use
+
+
+# ---------------------------------------------------------------------------------------------- one part each
+def embedder(settings: Settings) -> Embedder | None:
+    """The embedder the ``embedder`` setting names (None for ``none``: lexical retrieval only)."""
+    return create_embedder(settings.embedder)
+
+
+def open_kb(settings: Settings, *, create: bool = False, sync_indexes: bool = True) -> KnowledgeBase:
+    """The knowledge base at ``settings.kb`` with this module's embedder; ``create``: make it when it is not there
+    (else StoreError: "run ingest first"); ``sync_indexes``: catch its derived indexes up when no one writes."""
+    return KnowledgeBase.open(settings, create=create, sync_indexes=sync_indexes, embedder=embedder)
+
+
+def language_model(settings: Settings, warn: Warn | None = None, *, strict: bool = False
+                   ) -> tuple[LanguageModel | None, list[str]]:
+    """The model the ``llm`` setting names, or None with a flag (and a warning) when it cannot load: answers are
+    then extractive and say why (``llm_unavailable: ...``). None without a flag for ``llm = "none"``. ``strict``:
+    raise the ModelError instead (the health check reports it)."""
+    try:
+        return create_language_model(settings.llm, settings), []
+    except ModelError as e:
+        if strict:
+            raise
+        if warn:
+            warn(f"language model {settings.llm!r} unavailable ({e}); answering extractively")
+        return None, [f"llm_unavailable: {e}"]
+
+
+def judge(settings: Settings, lm: LanguageModel | None) -> Judge:
+    """The judge the ``judge`` setting names (the learned verifier by default; ``llm``: the model's yes/no
+    probabilities, word overlap without a model)."""
+    return create_judge(settings.judge, lm)
+
+
+def verifier(name: str, lm: LanguageModel | None = None) -> Verifier:
+    """A verifier by name (``learned``, ``learned-cross``, ``llm``, ``lexical``, ``fake``): the health checks'."""
+    return create_verifier(name, lm)
+
+
+def generator(settings: Settings, lm: LanguageModel | None) -> Generator:
+    """The generator: extractive without a model, else the one the ``generator`` setting names."""
+    if lm is None:
+        return GENERATORS.create("extractive", settings.extractive_sentences)
+    if settings.generator != "llm":
+        return GENERATORS.create(settings.generator)
+    return GENERATORS.create("llm", lm, settings.llm_max_tokens, settings.llm_temperature)
+
+
+def pipeline(kb: KnowledgeBase, lm: LanguageModel | None = None, flags: Iterable[str] = (),
+             settings: Settings | None = None) -> Pipeline:
+    """The query pipeline over ``kb`` and ``lm`` (``settings``: other than the knowledge base's, e.g. a trace's)."""
+    return Pipeline(kb, lm=lm, lm_flags=flags, settings=settings)
+
+
+# ---------------------------------------------------------------------------------------------- the set
+class Parts:
+    """The parts for one Settings, each built on first use and kept until ``close``.
+
+    ``model``: a LanguageModel to use, None for none (extractive answers), or LOAD (the ``llm`` setting's, on
+    first use). ``kb``: an already open knowledge base (left open by ``close``: its owner closes it)."""
+
+    def __init__(self, settings: Settings, *, model: LanguageModel | None = LOAD, warn: Warn | None = None,
+                 sync_indexes: bool = True, kb: KnowledgeBase | None = None) -> None:
+        self.settings, self.warn, self._sync = settings, warn, sync_indexes
+        self._kb, self._owns_kb = kb, kb is None
+        self._lm, self._flags, self._lm_loaded = (None if model is LOAD else model), [], model is not LOAD
+        self._judge: Judge | None = None
+        self._pipeline: Pipeline | None = None
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        """The knowledge base (StoreError "run ingest first" when there is none)."""
+        if self._kb is None:
+            self._kb = open_kb(self.settings, sync_indexes=self._sync)
+        return self._kb
+
+    def kb_for_writing(self) -> KnowledgeBase:
+        """The knowledge base, created when it is not there yet (an ingest's); its indexes are caught up by it."""
+        if self._kb is None:
+            self._kb = open_kb(self.settings, create=True, sync_indexes=False)
+        return self._kb
+
+    @property
+    def opened(self) -> bool:
+        return self._kb is not None
+
+    @property
+    def lm(self) -> LanguageModel | None:
+        if not self._lm_loaded:
+            self._lm, self._flags = language_model(self.settings, self.warn)
+            self._lm_loaded = True
+        return self._lm
+
+    @property
+    def model_flags(self) -> list[str]:
+        """Why answers are extractive when the model could not load (``llm_unavailable: ...``), else []."""
+        self.lm  # noqa: B018 - loads it
+        return list(self._flags)
+
+    @property
+    def judge(self) -> Judge:
+        """The judge the settings name; loads the model only when the judge is the model (``judge = "llm"``)."""
+        if self._judge is None:
+            self._judge = judge(self.settings, self.lm if self.settings.judge == "llm" else None)
+        return self._judge
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The pipeline over the knowledge base and the model, rebuilt after ``changed``."""
+        if self._pipeline is None:
+            lm = self.lm
+            self._pipeline = pipeline(self.kb, lm, self._flags)
+        return self._pipeline
+
+    def changed(self) -> None:
+        """The knowledge base was written (an ingest, a graph sync): the next question gets a new pipeline."""
+        self._pipeline = None
+
+    def close(self) -> None:
+        if self._kb is not None and self._owns_kb:
+            self._kb.close()
+        self._kb, self._pipeline = None, None

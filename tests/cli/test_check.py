@@ -11,7 +11,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from ragclinic import health
+from ragclinic.clinic import health
 from ragclinic.cli.main import app
 
 

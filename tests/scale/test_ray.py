@@ -157,7 +157,7 @@ def test_one_request_through_ray_serve(head, tmp_path):
     from ray import serve
 
     from ragclinic.config import Settings
-    from ragclinic.scale import ray_serve
+    from ragclinic.server import ray_serve
 
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -104,7 +104,7 @@ def test_the_sse_error_event_names_an_error_id_not_the_exception(served, monkeyp
     def boom(*_a, **_k):
         raise RuntimeError(secret)
 
-    monkeypatch.setattr(Clinic, "consult", boom)
+    monkeypatch.setattr(Clinic, "answer", boom)  # the server asks through Clinic.answer
     caplog.set_level(logging.ERROR, logger="ragclinic.server")
     with served.stream("POST", "/v1/ask", json={"question": Q}, headers={**auth(ACME), **SSE}) as r:
         text = "".join(r.iter_text())

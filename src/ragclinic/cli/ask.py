@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.ingest import parse_pairs
-from ragclinic.cli.main import app, err, handle_errors, out, print_json
+from ragclinic.cli.base import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 
 if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
@@ -41,8 +41,8 @@ RerankOption = typer.Option(None, "--rerank/--no-rerank", show_default=False,
 
 def open_clinic(kb: Optional[Path], llm: Optional[str], quiet: bool, **settings) -> Clinic:
     """The CLI's Clinic: the knowledge base at ``kb`` (which must exist), warnings on stderr unless ``quiet``."""
-    from ragclinic.clinic import Clinic
-    from ragclinic.models import warm
+    from ragclinic.clinic import Clinic  # on use: the clinic (the pipeline, numpy) after --help
+    from ragclinic.models import warm  # on use: the model layer after --help
 
     warm.opt_in()  # a one-shot command: its local model may be the user's warm worker (llm_warm_seconds)
     c = Clinic.open(kb, llm=llm, on_warning=None if quiet else _warn, **settings)
@@ -73,13 +73,14 @@ def ask_cmd(
     touches, and keeps the repaired answer only if it is verifiably better; `--no-doctor` skips it.
     Exit code 0 for any answer, refusal or clarification; 2 for bad usage or an unusable knowledge base.
     """
-    pairs = parse_pairs(scope, "--scope")
+    from ragclinic.clinic import Question  # on use: the clinic (the pipeline, numpy) after --help
+
+    q = Question(question, parse_pairs(scope, "--scope"), doctor, top_k, rerank,
+                 cache=False if (no_cache or interactive) else None, interactive=interactive and not json_out,
+                 owner=local_user())
     with open_clinic(kb, llm, quiet=json_out) as clinic:
         stream = None if json_out or not sys.stdout.isatty() else _printer()
-        seen = clinic.consult(question, pairs, doctor, top_k, rerank=rerank, on_token=stream,
-                              cache=False if (no_cache or interactive) else None,
-                              interactive=interactive and not json_out,
-                              reply=_reply, owner=local_user())
+        seen = clinic.answer(q, on_token=stream, reply=_reply)
     if seen.cached:
         return _print_cached(seen.payload, json_out)
     payload, result, answer = seen.payload, seen.result, seen.answer
@@ -118,7 +119,7 @@ def _warn(message: str) -> None:
 
 
 def _print_cached(hit: dict, json_out: bool) -> None:
-    from ragclinic.types import Answer
+    from ragclinic.types import Answer  # on use: the core types (pydantic settings) after --help
 
     if json_out:
         print_json(hit)
@@ -191,8 +192,10 @@ def chat_cmd(
 ) -> None:
     """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
     asked together with the previous question so it has something to refer to."""
+    from ragclinic.clinic import Question  # on use: the clinic (the pipeline, numpy) after --help
+    from ragclinic.pipeline.reason.ambiguity import refers_back  # on use: the pipeline after --help
+
     pairs = parse_pairs(scope, "--scope")
-    from ragclinic.pipeline.reason.ambiguity import refers_back
 
     previous, history = "", []
     with open_clinic(kb, llm, quiet=False) as clinic:
@@ -207,8 +210,9 @@ def chat_cmd(
             # a pronoun is resolved from the earlier questions (the ambiguity step); an ellipsis ("and in
             # 2023?") is asked together with the previous question
             asked = f"{previous} {q}" if previous and len(q.split()) <= 4 and not refers_back(q) else q
-            seen = clinic.consult(asked, pairs, doctor, on_token=_printer(), cache=False, interactive=True,
-                                  reply=_reply, conversation=tuple(history[-4:]), owner=local_user())
+            q = Question(asked, pairs, doctor, cache=False, interactive=True, conversation=tuple(history[-4:]),
+                         owner=local_user())
+            seen = clinic.answer(q, on_token=_printer(), reply=_reply)
             _print_reused(seen.payload)
             history.append(asked)
             out.print()

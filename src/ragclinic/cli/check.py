@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import app, err, handle_errors, out, print_json
+from ragclinic.cli.base import app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 
 
@@ -21,7 +21,7 @@ def check_cmd(json_out: bool = JsonOption) -> None:
     `--json` prints {"ok": bool, "checks": [{"name", "ok", "detail", "seconds"}]}.
     """
     from ragclinic.config import Settings
-    from ragclinic.health import run_checks
+    from ragclinic.clinic.health import run_checks
 
     settings = Settings.load(None)
     results = []

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.ingest import print_summary, ingest_with_progress
-from ragclinic.cli.main import app, handle_errors, out, print_json
+from ragclinic.cli.base import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 
 if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)

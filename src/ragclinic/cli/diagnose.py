@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ragclinic.cli.ask import LlmOption, ScopeOption, open_clinic
 from ragclinic.cli.ingest import parse_pairs
-from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
+from ragclinic.cli.base import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 
 _STYLE = {"ok": "green", "fault": "bold red", "not_reached": "dim"}

@@ -16,8 +16,11 @@ import os
 import signal
 import sys
 
+from ragclinic import native
+from ragclinic.children import die_with_parent
+from ragclinic.cli import supervised
+
 EXIT_CRASHED = 3
-SUPERVISED = False  # True in the child that runs the command under the supervisor
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT,
                  signal.SIGKILL}  # SIGKILL of the child alone: most often the kernel's out-of-memory killer
 
@@ -26,18 +29,13 @@ def main() -> None:
     if os.environ.get("RAGCLINIC_NO_SUPERVISOR") or not hasattr(os, "fork"):
         _run()
         return
-    from ragclinic import native
-
     page = native.install()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # no window where Ctrl-C ends the parent alone
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        global SUPERVISED
-        SUPERVISED = True
+        supervised.SUPERVISED = True  # in the child that runs the command under the supervisor
         signal.signal(signal.SIGINT, previous)
-        from ragclinic.children import die_with_parent
-
         die_with_parent(parent)
         _run()
         return
@@ -45,7 +43,7 @@ def main() -> None:
 
 
 def _run() -> None:
-    from ragclinic.cli.main import main as cli_main
+    from ragclinic.cli.main import main as cli_main  # on use: the CLI (typer, rich), in the child after the fork
 
     cli_main()
 
@@ -78,8 +76,6 @@ def _supervise(pid: int, page) -> int:
 
 
 def crash_report(sig: int, page) -> str:
-    from ragclinic import native
-
     name = signal.Signals(sig).name + (": out of memory, or killed by another process" if sig == signal.SIGKILL
                                        else "")
     where = native.read(page)

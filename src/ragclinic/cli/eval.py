@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import app, err, fail, handle_errors, out, print_json
+from ragclinic.cli.base import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 from ragclinic.cli.progress import progress_bar
 

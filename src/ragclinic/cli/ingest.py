@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import EXIT_FAILED, app, err, handle_errors, out, print_json
+from ragclinic.cli.base import EXIT_FAILED, app, err, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.ingest.result import IngestAborted, IngestResult
 

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import app, fail, handle_errors, out, print_json
+from ragclinic.cli.base import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 
 if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)

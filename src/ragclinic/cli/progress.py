@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragclinic.cli.main import err
+from ragclinic.cli.base import err
 
 
 class progress_bar:  # noqa: N801 - used as a context manager, like open()

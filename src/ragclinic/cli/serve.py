@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 
-from ragclinic.cli.main import app, err, fail, handle_errors
+from ragclinic.cli.base import app, err, fail, handle_errors
+from ragclinic.cli import supervised
 from ragclinic.cli.options import KbOption
 
 INSTALL = "pip install -e '.[serve]'"
@@ -96,21 +98,16 @@ def _access(host: str, port: int, keyed: bool) -> str:
 
 def _command_pid() -> int:
     """The PID to signal: the supervisor's when there is one (cli/entry.py; its child dies with it), else ours."""
-    import os
-
-    from ragclinic.cli import entry
-
-    return os.getppid() if entry.SUPERVISED else os.getpid()
+    return os.getppid() if supervised.SUPERVISED else os.getpid()
 
 
 def _serve_on_ray(address: str, settings, keys: list[str], replicas: int, cpus: float, host: str, port: int,
                   options: dict) -> None:
-    from ragclinic.scale import ray_serve
-    from ragclinic.scale.runtime import connected
+    from ragclinic import wiring  # on use: the store and the models
+    from ragclinic.scale.runtime import connected  # on use: the ray extra
+    from ragclinic.server import ray_serve  # on use: the serve and ray extras
 
-    from ragclinic.store.kb import KnowledgeBase
-
-    KnowledgeBase.open(settings, sync_indexes=False).close()  # no knowledge base: its own "run ingest first" error
+    wiring.open_kb(settings, sync_indexes=False).close()  # no knowledge base: its own "run ingest first" error
     with connected(address):
         err.print(f"ragclinic serving {settings.kb} on http://{host}:{port}/ through Ray Serve "
                   f"({replicas} replica{'s' if replicas > 1 else ''} and one writer; Ctrl-C to stop)")

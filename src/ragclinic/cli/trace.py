@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ragclinic.cli.main import app, fail, handle_errors, out, print_json
+from ragclinic.cli.base import app, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 
 if TYPE_CHECKING:  # imported where used: `ragclinic --help` imports this module (issue 33)
@@ -102,7 +102,7 @@ def render(trace: Trace) -> None:
 def render_thinking(trace: Trace) -> None:
     """What the gate's reasoning steps did: the ambiguity assessment, the plan(s) and each tool call in order."""
     gate = next((s for s in trace.spans if s.layer == "gate"), None)
-    amb = (gate.outputs.get("ambiguity") or {}) if gate is not None else {}
+    amb = dict(gate.output.ambiguity) if gate is not None and gate.output is not None else {}
     if amb.get("has_ambiguity"):
         out.print(f"[bold]ambiguity[/]: {amb['ambiguity_type']} ({amb['confidence']:.2f}) — "
                   f"{escape(amb.get('clarifying_question', ''))}; rewrites: "
@@ -110,15 +110,15 @@ def render_thinking(trace: Trace) -> None:
     if amb.get("original_question") and amb["original_question"] != trace.query:
         out.print(f"asked as: {escape(trace.query)} (the user wrote: {escape(amb['original_question'])})")
     gen = next((s for s in trace.spans if s.layer == "generate"), None)
-    answer = (gen.outputs.get("answer") or {}) if gen is not None else {}
-    for p in answer.get("plan", []):
+    answer = gen.output.answer if gen is not None and gen.output is not None else None
+    for p in answer.plan if answer else ():
         steps = "; ".join(f"{x['step']}. {x['tool']}({x['input']})" for x in p.get("steps", [])) or escape(
             p.get("text", "")[:80])
         out.print(f"[bold]plan {p.get('attempt')}[/]: {escape(steps)}" + (f"  [red]{escape(p['error'])}[/]"
                                                                           if p.get("error") else ""))
-    if answer.get("tools"):
+    if answer and answer.tools:
         tt = Table("step", "tool", "input", "output", "s", "error", box=None, title="tool calls")
-        for c in answer["tools"]:
+        for c in answer.tools:
             tt.add_row(str(c.get("step", "")), c["name"], escape(c["input"][:60]),
                        escape(c["output"].replace("\n", " / ")[:60]), f"{c['seconds']:.3f}", escape(c["error"] or ""))
         out.print(tt)

@@ -1,6 +1,6 @@
 """The semantic answer cache in front of a pipeline (store/answer_cache.py holds the entries and the match rule).
 
-``AnswerCacheFront(pipe)`` looks a question up before anything runs — the question's e5 vector is the one dense
+``AnswerCacheFront(kb, settings)`` looks a question up before anything runs — the question's e5 vector is the one dense
 retrieval would compute anyway (the embedder keeps the last few) — and keeps the ``ask --json`` object of an
 answer afterwards. Answers that are not worth repeating are not kept: a crashed or timed-out model's extractive
 fallback, a clarifying question. A cache that cannot be opened or written (read-only folder, full disk) is
@@ -13,33 +13,36 @@ import sqlite3
 import time
 from collections.abc import Callable
 
+from ragclinic.config import Settings
 from ragclinic.store.answer_cache import AnswerCache, CacheKey
+from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.lang import detect_language
 
 _NOT_KEPT_FLAGS = ("llm_crashed", "llm_unavailable", "truncated")
 
 
 class AnswerCacheFront:
-    def __init__(self, pipe, *, enabled: bool | None = None, warn: Callable[[str], None] | None = None) -> None:
-        """``pipe``: anything with the ``kb`` and ``settings`` it answers from (a Pipeline, a Clinic)."""
-        self.pipe, self.warn = pipe, warn
-        on = pipe.settings.answer_cache if enabled is None else enabled
+    def __init__(self, kb: KnowledgeBase, settings: Settings, *, enabled: bool | None = None,
+                 warn: Callable[[str], None] | None = None) -> None:
+        """The cache of the answers from ``kb`` under ``settings``; ``enabled``: None follows ``answer_cache``."""
+        self.kb, self.settings, self.warn = kb, settings, warn
+        on = settings.answer_cache if enabled is None else enabled
         self.cache: AnswerCache | None = None
         if on:
             try:
-                self.cache = AnswerCache(pipe.kb.folder, pipe.settings.answer_cache_threshold)
+                self.cache = AnswerCache(kb.folder, settings.answer_cache_threshold)
             except (sqlite3.Error, OSError) as e:
-                self._warn(f"answer cache off: cannot open {pipe.kb.folder}: {e}")
+                self._warn(f"answer cache off: cannot open {kb.folder}: {e}")
 
     def _warn(self, msg: str) -> None:
         if self.warn:
             self.warn(msg)
 
     def _key(self, question: str, scope: dict[str, str] | None, doctor: bool) -> CacheKey:
-        return CacheKey.of(self.pipe.kb.db.version, scope, detect_language(question), self.pipe.settings, doctor)
+        return CacheKey.of(self.kb.db.version, scope, detect_language(question), self.settings, doctor)
 
     def _vector(self, question: str):
-        emb = self.pipe.kb.embedder
+        emb = self.kb.embedder
         return None if emb is None else emb.embed_queries([question])[0]
 
     def lookup(self, question: str, scope: dict[str, str] | None, doctor: bool) -> dict | None:

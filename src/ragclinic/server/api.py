@@ -1,6 +1,6 @@
 """The native API: ask (JSON or server-sent events), retrieval, ingest, traces, replay, diagnose, feedback.
 
-Every route takes the caller's key (app.principal); a tenant's key sees only its tenant: its tag is enforced
+Every route takes the caller's key (deps.principal); a tenant's key sees only its tenant: its tag is enforced
 in the scope layer of every question and search, its uploads are tagged with it, and traces of other tenants
 are answered as if they did not exist.
 """
@@ -18,13 +18,16 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from ragclinic.clinic import Question
+from ragclinic.errors import OutsideScope, StoreError
 from ragclinic.limits import check_question, check_scope, check_text
 from ragclinic.server import telemetry, uploads
-from ragclinic.server.app import Caller, state
 from ragclinic.server.auth import Principal
-from ragclinic.server.errors import ApiError
+from ragclinic.server.deps import Caller, state
+from ragclinic.server.errors import ApiError, no_trace
 from ragclinic.server.sse import Job, span_event, sse_body
-from ragclinic.server.ui_parts import local_paths, no_trace, seen_by
+from ragclinic.server.ui_parts import local_paths, own_trace, seen_by
+from ragclinic.trace.store import add_feedback, list_traces
 
 Scope = dict[str, str]
 
@@ -96,14 +99,15 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(_ask_events(rc, body, who, request), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    seen = await run_in_threadpool(_consult, rc, body, who, None, None)
+    seen = await run_in_threadpool(consult, rc, body, who, None, None)
     return seen.payload
 
 
-def _consult(rc, body: AskBody, who: Principal, on_token, on_span):
+def consult(rc, body: AskBody, who: Principal, on_token, on_span):
+    """The clinic's consultation for ``body``, observed (metrics, telemetry) and as ``who`` may see it."""
+    q = Question(body.question, body.scope or (), body.doctor, body.top_k, enforced=who.enforced)
     with rc.pool.reader() as clinic:
-        seen = clinic.consult(body.question, body.scope, body.doctor, body.top_k, on_token=on_token,
-                              enforced=who.enforced, on_span=on_span)
+        seen = clinic.answer(q, on_token=on_token, on_span=on_span)
     rc.metrics.observe_answer(seen.payload, seen.trace)
     telemetry.emit(rc.tracer, seen.trace, seen.payload)
     return seen_by(seen, who, rc.settings)  # a tenant's key: no server folder in a source path
@@ -117,7 +121,7 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
             if (ev := span_event(span, st)) is not None:
                 j.emit(ev[0], local_paths(ev[1], rc.settings) if who.tenant else ev[1])
 
-        seen = _consult(rc, body, who, lambda piece: j.emit("delta", piece), on_span)
+        seen = consult(rc, body, who, lambda piece: j.emit("delta", piece), on_span)
         p = seen.payload
         for c in p.get("citations", ()):
             j.emit("citation", c)
@@ -136,23 +140,18 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
 @router.post("/retrieval", tags=["search"])
 async def retrieval(body: RetrievalBody, request: Request, who: Principal = Caller) -> dict:
     """The hits of the configured retriever with every retriever's rank and score; no model call."""
-    return await run_in_threadpool(_retrieve, state(request), body, who)
+    return await run_in_threadpool(retrieve_hits, state(request), body, who)
 
 
-def _retrieve(rc, body: RetrievalBody, who: Principal) -> dict:
-    from ragclinic.types import Scope as Filter
-    from ragclinic.types import AskRequest, AskState
-
+def retrieve_hits(rc, body: RetrievalBody, who: Principal) -> dict:
+    """The `/v1/retrieval` object: the hits inside the caller's tenant, with their documents' paths and titles."""
     t0 = time.perf_counter()
-    pairs, must = dict(body.scope or {}), tuple(sorted(who.enforced.items()))
+    must = tuple(sorted(who.enforced.items()))
     with rc.pool.searcher() as clinic:
-        req = AskRequest(body.query, Filter.parse(pairs).require(must), tuple(sorted(pairs.items())), top_k=body.k,
-                         retriever=clinic.settings.retriever, rerank=False, enforced=must)
-        found, out = clinic.pipeline.run_layer("retrieve", AskState(req))
-        hits = [h for h in found.hits]
+        hits, retriever = clinic.search(Question(body.query, body.scope or (), top_k=body.k, enforced=must))
         docs = clinic.kb.db.doc_infos([h.chunk.doc_id for h in hits])
     hits = [h for h in hits if h.chunk.doc_id in docs and all(docs[h.chunk.doc_id].tags.get(k) == v for k, v in must)]
-    found = {"query": body.query, "retriever": out["retriever"], "ms": round((time.perf_counter() - t0) * 1000, 2),
+    found = {"query": body.query, "retriever": retriever, "ms": round((time.perf_counter() - t0) * 1000, 2),
              "hits": [{"rank": i, "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "path": docs[h.chunk.doc_id].path,
                        "title": docs[h.chunk.doc_id].title, "text": h.chunk.text, "score": h.score,
                        "sources": [{"retriever": s.retriever, "rank": s.rank, "score": s.score} for s in h.sources]}
@@ -166,10 +165,10 @@ async def ingest(request: Request, files: list[UploadFile] = File(...), tags: li
                  who: Principal = Caller) -> dict:
     """Upload documents (multipart `files`, optional `tags` as KEY=VALUE fields) → the `ingest --json` object.
     A tenant's key tags them with its tenant whatever the fields say."""
-    return (await _save_and_ingest(state(request), files, tags, who)).to_json()
+    return (await save_and_ingest(state(request), files, tags, who)).to_json()
 
 
-async def _save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Principal):
+async def save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Principal):
     """Uploaded files into KB/uploads (uploads.py: checked names and sizes, one folder per file named by its
     content and tags), ingested with the tags (a tenant's key's tenant over whatever they say); nothing that was
     refused stays behind, and failures name the files as they were uploaded."""
@@ -201,8 +200,6 @@ def _ingest(rc, staging: Path, digests: list[str], pairs: dict):
 
 
 def _sources(clinic, root: Path) -> set[str]:
-    from ragclinic.errors import StoreError
-
     try:
         return uploads.sources_under(clinic.kb.db, root)
     except StoreError:  # no knowledge base yet (the ingest failed before making it): no sources
@@ -212,8 +209,6 @@ def _sources(clinic, root: Path) -> set[str]:
 # ---------------------------------------------------------------------- traces
 @router.get("/traces", tags=["traces"])
 def traces(request: Request, limit: int = 20, who: Principal = Caller) -> dict:
-    from ragclinic.trace.store import list_traces
-
     if not 1 <= limit <= 500:
         raise ApiError(422, "invalid_request", "limit: between 1 and 500")
     with state(request).pool.searcher() as clinic:
@@ -221,26 +216,18 @@ def traces(request: Request, limit: int = 20, who: Principal = Caller) -> dict:
     return {"traces": rows}
 
 
-def _own_trace(clinic, trace_id: str, who: Principal):
-    from ragclinic.server.ui_parts import own_trace
-
-    return own_trace(clinic, trace_id, who)
-
-
 @router.get("/traces/{trace_id}", tags=["traces"])
 def trace(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The `trace show --json` object."""
     with state(request).pool.searcher() as clinic:
-        return _own_trace(clinic, trace_id, who).to_dict()  # a tenant's: 404 unless all of it is its tenant's
+        return own_trace(clinic, trace_id, who).to_dict()  # a tenant's: 404 unless all of it is its tenant's
 
 
 @router.post("/traces/{trace_id}/replay", tags=["traces"])
 def replay(trace_id: str, request: Request, who: Principal = Caller) -> dict:
     """The answer rebuilt from the trace's record, with no model call, and whether it equals the recorded one."""
-    from ragclinic.errors import OutsideScope
-
     with state(request).pool.searcher() as clinic:
-        t = _own_trace(clinic, trace_id, who)
+        t = own_trace(clinic, trace_id, who)
         try:  # a tenant's key: only a trace of its tenant that holds nothing from outside it
             again = clinic.replay(t.id, enforced=who.enforced or None)
         except OutsideScope:
@@ -266,10 +253,8 @@ def diagnose(body: DiagnoseBody, request: Request, who: Principal = Caller) -> d
 @router.post("/feedback", tags=["traces"])
 def feedback(body: FeedbackBody, request: Request, who: Principal = Caller) -> dict:
     """A rating (1 or -1) and a note, stored with the trace."""
-    from ragclinic.trace.store import add_feedback
-
     with state(request).pool.writing() as clinic:
-        t = _own_trace(clinic, body.trace_id, who)
+        t = own_trace(clinic, body.trace_id, who)
         n = add_feedback(clinic.kb.db, t.id, {"rating": body.rating, "note": body.note, "created": time.time(),
                                               "key": who.key_id})
     return {"ok": True, "trace_id": t.id, "feedback": n}

@@ -6,37 +6,24 @@ from __future__ import annotations
 
 import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import errors
-from ragclinic.server.auth import Keys, Principal, presented_key
-from ragclinic.server.guard import BrowserGuard, cross_site
+from ragclinic.server import api, errors, openai_api, ui
+from ragclinic.server.auth import Keys, Principal
+from ragclinic.server.deps import ServerState, TooManyAttempts, principal
+from ragclinic.server.guard import BrowserGuard
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from ragclinic.server.pool import ClinicPool
-from ragclinic.server.sessions import BROWSER, HEADER, SESSION_COOKIE, LoginLimiter, Sessions, client_address
+from ragclinic.server.sessions import LoginLimiter, Sessions
+from ragclinic.server.telemetry import make_tracer
+from ragclinic.server.telemetry import otlp_endpoint as _endpoint
+from ragclinic.version import __version__
 
 OPEN_ROUTES = {"/healthz"}  # no key needed
-
-
-@dataclass
-class ServerState:
-    settings: Settings
-    keys: Keys
-    pool: ClinicPool
-    metrics: Metrics
-    max_upload_bytes: int
-    evals: Path | None = None  # the folder of `eval --out` reports the UI shows
-    tracer: object = None  # OpenTelemetry tracer (telemetry.py), None when no exporter is configured
-    # ingest elsewhere: (folder, tags) → IngestResult; Ray Serve replicas send every write to one writer
-    ingest_via: object = None
-    sessions: Sessions | None = None  # the UI's logins (sessions.py)
-    limiter: LoginLimiter | None = None  # failed logins per client address
 
 
 def create_app(settings: Settings, keys: Keys | None = None, *, model=None, readers: int = 2,
@@ -44,10 +31,6 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
                otlp_endpoint: str | None = None, ingest_via=None) -> FastAPI:
     """The server over ``settings.kb``. ``model``: a LanguageModel to share instead of loading ``llm``.
     ``tracer``: an OpenTelemetry tracer; else one exporting to ``otlp_endpoint`` / OTEL_EXPORTER_OTLP_*, if set."""
-    from ragclinic.server.telemetry import make_tracer, otlp_endpoint as _endpoint
-
-    from ragclinic.server import api, openai_api, ui
-
     metrics = Metrics()
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
     @asynccontextmanager
@@ -56,7 +39,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
         pool.close()
 
     # the docs and the schema are routes of their own below: behind the key, Swagger UI from vendored files
-    app = FastAPI(title="ragclinic", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
+    app = FastAPI(title="ragclinic", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None,
                   description="Answers with paragraph citations, a doctor that repairs them, and a debugger that "
                               "names the layer that broke.")
@@ -102,8 +85,6 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
 
 def _install_docs(app: FastAPI) -> None:
     """/openapi.json and /docs (Swagger UI, vendored: static/vendor/VENDOR.md) for any key of this server."""
-    from ragclinic.server import ui
-
     @app.get("/openapi.json", include_in_schema=False)
     def openapi(_who: Principal = Depends(principal)) -> JSONResponse:
         return JSONResponse(app.openapi())
@@ -113,60 +94,8 @@ def _install_docs(app: FastAPI) -> None:
         return ui.page(request, "docs.html", "", ui.who(request))
 
 
-def principal(request: Request) -> Principal:
-    """The caller, from its key (a header or ``?api_key=``), else from the UI's session cookie: 401 without
-    either or with a key this server does not know (a known key that may not do something gets 403 from that
-    route); 429 while the client address has made too many wrong guesses on that channel. ``?api_key=`` on a
-    request a browser marks cross-site is not taken (nor counted): as if no key was given."""
-    rc: ServerState = request.app.state.rc
-    key, channel = presented_key(request.headers, {}), HEADER
-    if not key and not cross_site(request):
-        key, channel = request.query_params.get("api_key"), BROWSER
-    if not key:
-        who = rc.sessions.get(request.cookies.get(SESSION_COOKIE)) if rc.keys.required else rc.keys.check(None)
-        if who is None:
-            raise errors.ApiError(401, "unauthorized", "an API key is required: Authorization: Bearer KEY")
-        return who
-    who = check_key(request, key, channel)
-    if who is None:
-        raise errors.ApiError(401, "unauthorized", "this API key is not valid for this server")
-    return who
-
-
-class TooManyAttempts(errors.ApiError):
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(429, "too_many_attempts", f"too many wrong keys from this address: try again in "
-                                                    f"{retry_after} s (login_failures_max per login_failures_window_s)")
-        self.retry_after = retry_after
-
-
-def check_key(request: Request, key: str, channel: str) -> Principal | None:
-    """The key's principal, or None (counted against the client's address on ``channel``: sessions.BROWSER for
-    the login form and ``?api_key=``, sessions.HEADER for Authorization / X-API-Key); TooManyAttempts while that
-    bucket is over its limit of wrong keys (then even a right key waits on that channel: else the answer would
-    still tell). The buckets are apart, so what a web page provokes cannot lock out a script's header key."""
-    rc: ServerState = request.app.state.rc
-    if not rc.keys.required:
-        return rc.keys.check(key)
-    client = client_address(request)
-    wait = rc.limiter.retry_after(client, channel)
-    if wait:
-        raise TooManyAttempts(wait)
-    who = rc.keys.check(key)
-    if who is None:
-        rc.limiter.failed(client, channel)
-    return who
-
-
 async def _too_many(_request: Request, e: TooManyAttempts) -> JSONResponse:
     return JSONResponse(errors.body(e.code, e.message), status_code=429, headers={"Retry-After": str(e.retry_after)})
-
-
-Caller = Depends(principal)
-
-
-def state(request: Request) -> ServerState:
-    return request.app.state.rc
 
 
 class _BodyLimit:
@@ -211,9 +140,3 @@ class _BodyLimit:
             await send(message)
 
         await self.app(scope, counted, guarded)
-
-
-def _version() -> str:
-    from ragclinic import __version__
-
-    return __version__

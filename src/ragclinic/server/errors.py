@@ -53,8 +53,6 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(OutsideScope)
     async def _outside(_request: Request, e: OutsideScope):  # a tenant's key: as if the trace did not exist
-        from ragclinic.server.ui_parts import no_trace
-
         missing = no_trace(e.trace_id)
         return JSONResponse(body(missing.code, missing.message), status_code=missing.status)
 
@@ -69,3 +67,9 @@ def install(app: FastAPI) -> None:
         log.error("internal error on %s %s", request.method, request.url.path, exc_info=e)
         return JSONResponse(body("internal_error", f"internal error ({type(e).__name__}); the server log has the "
                                                    "details"), status_code=500)
+
+
+def no_trace(trace_id: str) -> ApiError:
+    """The one 404 for a trace a key may not read, whether it does not exist or is another tenant's: byte for
+    byte the same, so that a tenant cannot tell the two apart."""
+    return ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")

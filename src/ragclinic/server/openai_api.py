@@ -22,8 +22,8 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from ragclinic.limits import check_question, over
-from ragclinic.server.api import AskBody, _consult, bounded
-from ragclinic.server.app import Caller, state
+from ragclinic.server.api import AskBody, bounded, consult
+from ragclinic.server.deps import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job
@@ -102,7 +102,7 @@ async def chat_completions(body: ChatBody, request: Request, who: Principal = Ca
     if body.stream:
         return StreamingResponse(_chunks(rc, ask, who, request, body.model, created), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
-    seen = await run_in_threadpool(_consult, rc, ask, who, None, None)
+    seen = await run_in_threadpool(consult, rc, ask, who, None, None)
     p = seen.payload
     return {"id": f"chatcmpl-{p.get('trace_id', '')}", "object": "chat.completion", "created": created,
             "model": body.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": p["answer"]},
@@ -122,7 +122,7 @@ async def _chunks(rc, ask: AskBody, who: Principal, request: Request, model: str
     streamed: list[str] = []
 
     def work(j: Job) -> None:
-        seen = _consult(rc, ask, who, lambda piece: j.emit("delta", piece), None)
+        seen = consult(rc, ask, who, lambda piece: j.emit("delta", piece), None)
         j.emit("final", seen)
 
     job.run(work)

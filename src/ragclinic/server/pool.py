@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 from ragclinic.clinic import Clinic
 from ragclinic.config import Settings
-from ragclinic.errors import ModelError
+from ragclinic.errors import ModelError, StoreError
 from ragclinic.models.llm import Completion, Message, TokenCallback
+from ragclinic.server.uploads import clean_stale, sources_under
 
 # set by a request whose client disconnected: its model calls not yet started are dropped
 CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("ragclinic_cancelled", default=None)
@@ -93,9 +94,6 @@ class ClinicPool:
 
     def _clean_uploads(self) -> list:
         """What killed uploads left under KB/uploads (server/uploads.py), removed as the server starts."""
-        from ragclinic.errors import StoreError
-        from ragclinic.server.uploads import clean_stale, sources_under
-
         root = (self.settings.kb / "uploads").resolve()
         if not root.is_dir():
             return []

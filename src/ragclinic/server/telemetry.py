@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import asdict
 from typing import Any
 
 from ragclinic.errors import ConfigError
@@ -83,21 +84,21 @@ def _layer(tracer, ctx, trace, span, t0: int) -> None:
     start = t0 + int(span.started_ms * 1e6)
     attrs: dict[str, Any] = {KIND: _LAYER_KIND.get(span.layer, "CHAIN"), "ragclinic.layer": span.layer,
                              "ragclinic.status": span.status}
-    o = span.outputs or {}
+    o = span.output  # typed (trace/views.py); None for a span that ended in an error
     if span.layer == "retrieve":
         attrs["input.value"] = trace.query[:_MAX_TEXT]
-        for i, h in enumerate(o.get("hits", ())):
+        for i, h in enumerate(o.hits if o is not None else ()):
             pre = f"retrieval.documents.{i}.document"
-            attrs[f"{pre}.id"] = h["chunk"]["id"]
-            attrs[f"{pre}.content"] = h["chunk"]["text"][:_MAX_TEXT]
-            attrs[f"{pre}.score"] = float(h["score"])
-    elif span.layer == "gate" and "decision" in o:
-        attrs["output.value"] = json.dumps(o["decision"], ensure_ascii=False)[:_MAX_TEXT]
-    elif span.layer == "generate" and "answer" in o:
-        attrs["output.value"] = o["answer"].get("answer", "")[:_MAX_TEXT]
+            attrs[f"{pre}.id"] = h.chunk.id
+            attrs[f"{pre}.content"] = h.chunk.text[:_MAX_TEXT]
+            attrs[f"{pre}.score"] = float(h.score)
+    elif span.layer == "gate" and o is not None:
+        attrs["output.value"] = json.dumps(asdict(o.decision), ensure_ascii=False)[:_MAX_TEXT]
+    elif span.layer == "generate" and o is not None:
+        attrs["output.value"] = o.answer.text[:_MAX_TEXT]
     s = tracer.start_span(f"layer:{span.layer}", context=ctx, start_time=start, attributes=attrs)
     inner = otel.set_span_in_context(s)
-    if span.layer == "retrieve" and o.get("rerank"):
+    if span.layer == "retrieve" and o is not None and o.rerank:
         r = tracer.start_span("rerank", context=inner, start_time=start, attributes={KIND: "RERANKER"})
         r.end(end_time=start + int(span.duration_ms * 1e6))
     at = start

@@ -23,14 +23,19 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
-from ragclinic.server import telemetry, ui_parts
+from ragclinic.clinic import Question
+from ragclinic.errors import OutsideScope
+from ragclinic.limits import check_question, check_request, check_text
 from ragclinic.server import sessions as _s
-from ragclinic.server.app import TooManyAttempts, check_key, state
+from ragclinic.server import telemetry, ui_parts
+from ragclinic.server.api import RetrievalBody, retrieve_hits, save_and_ingest
 from ragclinic.server.auth import Principal, presented_key
+from ragclinic.server.deps import TooManyAttempts, check_key, state
+from ragclinic.server.errors import ApiError, no_trace
 from ragclinic.server.guard import cross_site
-from ragclinic.server.errors import ApiError
 from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
+from ragclinic.trace.store import add_feedback, list_traces
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -164,8 +169,6 @@ def ask_fragment(request: Request):
 
 @router.get("/ui/ask/stream")
 async def ask_stream(request: Request):
-    from ragclinic.limits import check_request
-
     caller = who(request)
     rc = state(request)
     params = dict(request.query_params)
@@ -187,11 +190,10 @@ async def ask_stream(request: Request):
         round_id = params.get("round", "")  # the reply form's: a round id this server made, else a new round
         round_id = round_id if re.fullmatch(r"\d{8}-[0-9a-f]{10}", round_id) else ""
         with rc.pool.reader() as clinic:  # with the doctor, an ambiguous question is asked back (one reply form)
-            seen = clinic.consult(question, scope, doctor,
-                                  on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
-                                  enforced=caller.enforced, interactive=doctor,
-                                  reply=(lambda _asked: said) if said else None,
-                                  owner=ui_parts.owner_of(caller), debug_round_id=round_id)
+            q = Question(question, scope, doctor, interactive=doctor, enforced=caller.enforced,
+                         owner=ui_parts.owner_of(caller), debug_round_id=round_id)
+            seen = clinic.answer(q, on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
+                                 reply=(lambda _asked: said) if said else None)
         rc.metrics.observe_answer(seen.payload, seen.trace)
         telemetry.emit(rc.tracer, seen.trace, seen.payload)
         seen = ui_parts.seen_by(seen, caller, rc.settings)
@@ -206,9 +208,6 @@ async def ask_stream(request: Request):
 
 @router.post("/ui/feedback")
 def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int = Form(...), note: str = Form("")):
-    from ragclinic.limits import check_text
-    from ragclinic.trace.store import add_feedback
-
     caller = who(request)
     if rating not in (1, -1):
         raise ApiError(422, "invalid_request", "rating: 1 or -1")
@@ -232,8 +231,6 @@ def passage_page(request: Request, chunk_id: str, trace: str = "", n: int = 0):
 
 @router.get("/traces")
 def traces_page(request: Request):
-    from ragclinic.trace.store import list_traces
-
     caller = who(request)
     with state(request).pool.searcher() as clinic:
         rows = list_traces(clinic.kb.db, 100, enforced=caller.enforced or None)
@@ -284,14 +281,12 @@ def rerun_fragment(request: Request, trace_id: str = Form(...), layer: str = For
     caller = who(request)
     if layer not in QUERY_LAYERS:
         raise ApiError(422, "invalid_request", f"layer: one of {', '.join(QUERY_LAYERS)}")
-    from ragclinic.errors import OutsideScope
-
     with state(request).pool.reader() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
         try:  # a tenant's key: a trace of its own that holds nothing from outside it, re-run inside its tenant
             a = clinic.rerun(t.id, layer, enforced=caller.enforced or None)
         except OutsideScope:
-            raise ui_parts.no_trace(trace_id) from None
+            raise no_trace(trace_id) from None
     return HTMLResponse(Markup('<p class="small">re-run from {} → <a href="/traces/{}">{}</a> · '
                                '<a href="/compare?a={}&amp;b={}">compare</a></p>').format(
         layer, a.trace_id, a.trace_id, trace_id, a.trace_id))
@@ -316,22 +311,17 @@ def doc_page(request: Request, doc_id: str):
 
 @router.post("/ui/retrieval")
 def retrieval_fragment(request: Request, q: str = Form(...)):
-    from ragclinic.limits import check_question
-    from ragclinic.server.api import RetrievalBody, _retrieve
-
     caller = who(request)
     check_question(state(request).settings, q, "query")
-    found = _retrieve(state(request), RetrievalBody(query=q, k=10), caller)
+    found = retrieve_hits(state(request), RetrievalBody(query=q, k=10), caller)
     return templates.TemplateResponse(request, "_hits.html", {"hits": found["hits"]})
 
 
 @router.post("/ui/upload")
 async def upload_fragment(request: Request, files: list[UploadFile], tags: str = Form("")):
-    from ragclinic.server.api import _save_and_ingest
-
     caller = who(request)
     pairs = [t.strip() for t in tags.split(",") if t.strip()]
-    result = await _save_and_ingest(state(request), files, pairs, caller)
+    result = await save_and_ingest(state(request), files, pairs, caller)
     r = result.to_json()
     failed = "".join(Markup("<li class='bad'>{}: {}</li>").format(f["path"], f["reason"]) for f in r["failed"])
     return HTMLResponse(Markup("<p class='small ok'>{} added, {} updated, {} unchanged, {} chunks</p><ul>{}</ul>").format(

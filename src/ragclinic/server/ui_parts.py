@@ -9,7 +9,9 @@ from typing import Any
 
 from ragclinic.errors import StoreError
 from ragclinic.server.auth import Principal
-from ragclinic.server.errors import ApiError
+from ragclinic.server.errors import ApiError, no_trace
+from ragclinic.trace.owner import enforced_of, trace_outside
+from ragclinic.trace.store import list_traces
 
 
 def scope_of(params: dict[str, str], caller: Principal) -> dict[str, str]:
@@ -27,18 +29,10 @@ def scope_of(params: dict[str, str], caller: Principal) -> dict[str, str]:
     return scope
 
 
-def no_trace(trace_id: str) -> ApiError:
-    """The one 404 for a trace a key may not read, whether it does not exist or is another tenant's: byte for
-    byte the same, so that a tenant cannot tell the two apart."""
-    return ApiError(404, "not_found", f"no trace {trace_id!r} in this knowledge base")
-
-
 def own_trace(clinic, trace_id: str, caller: Principal):
     """The trace, if the caller may see it (a tenant's key: its tenant's only, naming no document outside its
     tenant — a re-run made before that rule held another tenant's chunk —, its settings without the server's
     folders and addresses); else 404 as if it did not exist."""
-    from ragclinic.trace.owner import enforced_of, trace_outside
-
     if not caller.tenant:
         return clinic.trace(trace_id)
     try:
@@ -152,8 +146,8 @@ def trace_context(t, answer_html, db=None) -> dict[str, Any]:
 def graph_view(t) -> dict[str, Any] | None:
     """The knowledge graph's part of a trace (issue 20): the question's scope, the communities mapped and their
     points, the entities and paths of expansion; None when the trace has neither."""
-    gate = (t.span("gate").outputs.get("graph") if t.span("gate") else None) or {}
-    scope = (t.span("scope").outputs.get("graph") if t.span("scope") else None) or {}
+    gate = (t.span("gate").output.graph if t.span("gate") and t.span("gate").output else None) or {}
+    scope = (t.span("scope").output.graph if t.span("scope") and t.span("scope").output else None) or {}
     if not gate and not scope:
         return None
     return {"kind": gate.get("kind", ""), "score": gate.get("score", 0.0), "cues": gate.get("cues", []),
@@ -254,9 +248,6 @@ def round_path(clinic, t) -> list[dict[str, Any]]:
     """Every trace of ``t``'s debug round in the order they ran: the question, the doctor's re-runs (what each
     changed), the debugger's probes. Of a tenant's round, only the traces of the tenant that hold nothing from
     outside it (a probe's re-run with another tenant's chunk is the admin's: issue 32)."""
-    from ragclinic.trace.owner import trace_outside
-    from ragclinic.trace.store import list_traces
-
     enforced = {k: v for k, v in t.request.get("enforced", ())}
     rows = sorted(list_traces(clinic.kb.db, 500, t.debug_round_id, enforced=enforced or None),
                   key=lambda r: r["created"])

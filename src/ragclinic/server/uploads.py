@@ -21,6 +21,7 @@ from dataclasses import fields
 from pathlib import Path, PurePosixPath
 
 from ragclinic.errors import LimitExceeded
+from ragclinic.ingest.result import IngestResult
 from ragclinic.limits import check_scope, over, shown
 from ragclinic.server.errors import ApiError
 
@@ -164,8 +165,6 @@ def relative(result, folders: list[Path], staging: Path):
 
 def merged(results: list):
     """Several ingest results as one (counts added up, failures listed)."""
-    from ragclinic.ingest.runner import IngestResult
-
     total = IngestResult()
     for r in results:
         for f in fields(IngestResult):

@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 import numpy as np
 
-from ragclinic.store.vector_index import top_k
+from ragclinic.store.vector_index import VECTOR_INDEXES, top_k
 
 
 class ExactIndex:
@@ -46,3 +46,8 @@ class ExactIndex:
     def __len__(self) -> int:
         self._flush()
         return len(self._ids)
+
+
+@VECTOR_INDEXES.register("exact")
+def _exact(dim: int, _settings=None) -> ExactIndex:
+    return ExactIndex(dim)

@@ -15,7 +15,7 @@ import hnswlib
 import numpy as np
 
 from ragclinic.native import native
-from ragclinic.store.vector_index import top_k
+from ragclinic.store.vector_index import VECTOR_INDEXES, top_k
 
 # Below this many allowed ids a filtered query is answered exactly over the allowed vectors: cheaper
 # than walking the graph with a filter that rejects almost every node, and exact.
@@ -138,3 +138,8 @@ class HnswIndex:
                     deleted.add(lab)
         self._live = set(labels) - deleted
         return self, version
+
+
+@VECTOR_INDEXES.register("hnsw")
+def _hnsw(dim: int, settings) -> HnswIndex:
+    return HnswIndex(dim, settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search)

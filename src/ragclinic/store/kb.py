@@ -1,7 +1,8 @@
 """A knowledge base: a folder holding settings.toml, the SQLite store and the derived indexes.
 
 SQLite is the single source of truth. The lexical and dense indexes are stamped with the KB version
-they reflect and caught up from SQLite's change log (or rebuilt) when they are stale.
+they reflect and caught up from SQLite's change log (or rebuilt) when they are stale. The embedder is handed in
+(ragclinic/wiring.py builds it from the settings); the vector index comes from the VECTOR_INDEXES registry.
 """
 
 from __future__ import annotations
@@ -12,24 +13,33 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ragclinic.config import LEGACY_VALUES, SETTINGS_FILE, Settings, write_settings_file
 from ragclinic.errors import ConfigError, KnowledgeBaseLocked, StoreError
-from ragclinic.models.embedder import Embedder, create_embedder
+from ragclinic.models.embedder import Embedder
+from ragclinic.models.factory import create_embedder
+from ragclinic.store import exact as _exact  # noqa: F401  (registers the "exact" vector index)
 from ragclinic.store.db import Database
-from ragclinic.store.exact import ExactIndex
 from ragclinic.store.hnsw import HnswIndex
 from ragclinic.store.lexical import TantivyIndex
+from ragclinic.store.vector_index import VECTOR_INDEXES
 from ragclinic.text.analyzer import analyze_to_string
 
 DB_FILE = "kb.sqlite3"
 log = logging.getLogger(__name__)
 
 
+EmbedderFactory = Callable[[Settings], "Embedder | None"]
+
+
 class KnowledgeBase:
-    def __init__(self, settings: Settings, db: Database) -> None:
+    def __init__(self, settings: Settings, db: Database, embedder: EmbedderFactory | None = None) -> None:
+        """``embedder``: builds the embedder from the settings on first use (default: the registry's by the
+        ``embedder`` setting; the wiring hands in its own)."""
         self.settings = settings
+        self._make_embedder = embedder or (lambda s: create_embedder(s.embedder))
         self.folder = settings.kb
         self.db = db
         self._lock_fd: int | None = None
@@ -43,14 +53,15 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, settings: Settings, *, create: bool = False, sync_indexes: bool = True) -> "KnowledgeBase":
+    def open(cls, settings: Settings, *, create: bool = False, sync_indexes: bool = True,
+             embedder: EmbedderFactory | None = None) -> "KnowledgeBase":
         folder = settings.kb
         db_path = folder / DB_FILE
         if not db_path.exists():
             if not create:
                 raise StoreError(f"no knowledge base at {folder}: run `ragclinic ingest PATH --kb {folder}` first")
             folder.mkdir(parents=True, exist_ok=True)
-        kb = cls(settings, Database(db_path))
+        kb = cls(settings, Database(db_path), embedder)
         kb._check_defining(created=kb.db.meta("kb_settings") is None)
         if sync_indexes and kb.try_lock():
             try:
@@ -110,7 +121,7 @@ class KnowledgeBase:
     @property
     def embedder(self) -> Embedder | None:
         if not self._embedder_loaded:
-            self._embedder = create_embedder(self.settings.embedder)
+            self._embedder = self._make_embedder(self.settings)
             self._embedder_loaded = True
         return self._embedder
 
@@ -203,7 +214,7 @@ class KnowledgeBase:
         stamp = loaded[1] if loaded else None
         action = self._stale_action(stamp)
         if action == "rebuild":
-            ix = HnswIndex(dim, s.hnsw_m, s.hnsw_ef_construction, s.hnsw_ef_search)
+            ix = VECTOR_INDEXES.create("hnsw", dim, s)
             ids, vecs = self.db.embeddings(dim)
             ix.add(ids, vecs)
         else:
@@ -232,7 +243,7 @@ class KnowledgeBase:
             # Only a lock holder may replace the file; a reader catches up in memory.
             self._sync_hnsw(save=self._lock_fd is not None)
         else:
-            ix = ExactIndex(self.embedder.dim)
+            ix = VECTOR_INDEXES.create("exact", self.embedder.dim, self.settings)
             ids, vecs = self.db.embeddings(self.embedder.dim)
             ix.add(ids, vecs)
             self._dense, self._dense_version = ix, self.db.version

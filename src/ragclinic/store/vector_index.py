@@ -1,4 +1,7 @@
-"""The VectorIndex role: inner-product search over L2-normalised vectors labelled by chunk rowid."""
+"""The VectorIndex role: inner-product search over L2-normalised vectors labelled by chunk rowid.
+
+Backends register a factory ``(dim, settings) → VectorIndex`` in ``VECTOR_INDEXES`` (store/exact.py: ``exact``,
+store/hnsw.py: ``hnsw``); the knowledge base picks one by its size (``dense_exact_max``)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from collections.abc import Collection
 from typing import Protocol
 
 import numpy as np
+
+from ragclinic.registry import Registry
 
 
 class VectorIndex(Protocol):
@@ -24,6 +29,9 @@ class VectorIndex(Protocol):
         ...
 
     def __len__(self) -> int: ...
+
+
+VECTOR_INDEXES: Registry[VectorIndex] = Registry("vector index")
 
 
 def top_k(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:

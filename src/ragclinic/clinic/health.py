@@ -13,7 +13,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
+
+from ragclinic import wiring
+from ragclinic.clinic.clinic import Clinic
 from ragclinic.errors import ModelCrashed, ModelError, RagclinicError
+from ragclinic.models import runtime
+from ragclinic.models.llm import Message
+from ragclinic.models import weights  # weights.weights_path read at call time (tests replace it)
 
 INSTALL = "run `make install` (or `pip install -e '.[models]'` after scripts/install-llama.sh)"
 
@@ -74,8 +81,6 @@ def check_packages(_settings) -> str:
 
 
 def check_llama_build(settings) -> str:
-    from ragclinic.models import runtime
-
     flags = runtime.cpu_flags()
     feats = ", ".join(f for f in ("avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8")
                       if f in flags) or "no x86 SIMD flags found"
@@ -98,10 +103,8 @@ def check_llama_build(settings) -> str:
 
 def check_weights(name: str) -> Callable:
     def check(settings) -> str:
-        from ragclinic.models.weights import WEIGHTS, weights_path
-
-        spec = WEIGHTS[name]
-        path = weights_path(spec, settings.cache_dir)  # assembles from the part packages on first use
+        spec = weights.WEIGHTS[name]
+        path = weights.weights_path(spec, settings.cache_dir)  # assembles from the part packages on first use
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             while block := f.read(1 << 22):
@@ -115,11 +118,9 @@ def check_weights(name: str) -> Callable:
 
 def check_model(name: str) -> Callable:
     def check(settings) -> str:
-        from ragclinic.models.llm import Message, create_language_model
-
         t0 = time.perf_counter()
         try:
-            lm = create_language_model(name, settings.model_copy(update={"llm": name}))
+            lm, _ = wiring.language_model(settings.model_copy(update={"llm": name}), strict=True)
             if hasattr(lm, "wait_started"):  # the worker starts on a thread: load it here, and say so if it cannot
                 lm.wait_started()
             loaded = time.perf_counter() - t0
@@ -141,13 +142,8 @@ def check_model(name: str) -> Callable:
 
 
 def check_embedder(name: str) -> Callable:
-    def check(_settings) -> str:
-        import numpy as np
-
-        from ragclinic.models.embedder import EMBEDDERS, register_builtins
-
-        register_builtins()
-        emb = EMBEDDERS.create(name)
+    def check(settings) -> str:
+        emb = wiring.embedder(settings.model_copy(update={"embedder": name}))
         t0 = time.perf_counter()
         v = emb.embed_queries(["What is the risk-free rate?"])
         if v.shape != (1, emb.dim) or not np.isfinite(v).all() or abs(float(np.linalg.norm(v)) - 1) > 1e-3:
@@ -159,16 +155,13 @@ def check_embedder(name: str) -> Callable:
 
 def check_verifier(_settings) -> str:
     """The learned verifier's weights load (sha256-checked) and tell an answering passage from the wrong year."""
-    from ragclinic.errors import ModelError
-    from ragclinic.verify import create_verifier
-
     try:
-        v = create_verifier("learned")
+        v = wiring.verifier("learned")
     except ModelError as e:
         raise CheckFailed(str(e)) from None
     if getattr(_settings, "judge", "") == "learned-cross":
         try:
-            v = create_verifier("learned-cross")
+            v = wiring.verifier("learned-cross")
         except ModelError as e:  # the opt-in cross-encoder: its file is missing or changed
             raise CheckFailed(str(e)) from None
     q = "Who won the 2022 prize?"
@@ -187,8 +180,6 @@ TINY = {"rates.md": "# Rates\n\nThe risk-free rate is usually approximated by th
 
 
 def check_offline_answer(settings) -> str:
-    from ragclinic.clinic import Clinic
-
     with tempfile.TemporaryDirectory(prefix="ragclinic-check-") as tmp:
         docs = Path(tmp) / "docs"
         docs.mkdir()
@@ -215,10 +206,8 @@ def check_offline_answer(settings) -> str:
 def checks_for(settings) -> list[tuple[str, Callable]]:
     """The checks, in order. Models other than the configured one are checked when their weights are
     installed (an optional extra)."""
-    from ragclinic.models.weights import WEIGHTS
-
     out = [("python", check_python), ("packages", check_packages)]
-    llms = [n for n in WEIGHTS if n == settings.llm or _installed(WEIGHTS[n])]
+    llms = [n for n in weights.WEIGHTS if n == settings.llm or _installed(weights.WEIGHTS[n])]
     if llms:
         out.append(("llama.cpp build", check_llama_build))
     for name in llms:

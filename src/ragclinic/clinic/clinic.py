@@ -1,7 +1,8 @@
-"""``ragclinic.Clinic``: the composition root and the public Python API.
+"""``ragclinic.Clinic``: the public Python API over one knowledge base and its models.
 
-Settings → knowledge base → language model → Pipeline → Doctor are wired here and nowhere else; the CLI,
-the eval harness, the debugger and the bench scripts open a Clinic (the server will too)::
+The parts (knowledge base, language model, judge, pipeline) come from ragclinic/wiring.py; the Clinic adds the
+doctor, the answer cache, clarifications, traces and the debugger. The CLI, the server and the bench scripts open
+a Clinic::
 
     from ragclinic import Clinic
 
@@ -16,35 +17,35 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
-import sqlite3
+import shutil
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from ragclinic import wiring
+from ragclinic.clinic.clarify import Clarifications
+from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import Settings
-from ragclinic.errors import RagclinicError
+from ragclinic.debugger import Debugger, Expectation
+from ragclinic.doctor import Doctor
+from ragclinic.errors import OutsideScope, RagclinicError
+from ragclinic.graph import sync as graph_sync
+from ragclinic.ingest.runner import IngestAborted, ingest
+from ragclinic.limits import check_request
 from ragclinic.models.llm import LanguageModel, TokenCallback
-from ragclinic.pipeline.state import AskState
-from ragclinic.store.clarifications import ClarificationMemory, ambiguity_key
+from ragclinic.pipeline.cache import AnswerCacheFront
+from ragclinic.scale.ray_ingest import ingest_on_ray
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.trace.model import QUERY_LAYERS, Trace
-from ragclinic.types import Answer
+from ragclinic.trace.owner import enforced_of, trace_outside
+from ragclinic.trace.recorder import recorded_crashes
+from ragclinic.trace.model import start_of
+from ragclinic.trace.store import load_trace
+from ragclinic.types import Answer, AskRequest, AskState, Hit, Scope
 
 Change = Callable[[AskState], AskState] | dict[str, Any]
-LOAD: Any = object()  # Clinic(model=LOAD): load the model the ``llm`` setting names on first use
-
-
-@dataclass(frozen=True)
-class Consultation:
-    """What ``Clinic.consult`` gives the CLI and the server: the answer, the `ask --json` object, and the
-    doctor's full result when the doctor ran (None for the plain pipeline and for a cached answer)."""
-
-    answer: Answer
-    payload: dict[str, Any]
-    result: Any = None  # DoctorResult
-    cached: bool = False
-    trace: Trace | None = None  # the run's trace (the doctor's root trace); None for a cached answer
+LOAD = wiring.LOAD  # Clinic(model=LOAD): load the model the ``llm`` setting names on first use
 
 
 class Clinic:
@@ -58,12 +59,8 @@ class Clinic:
         ``close``; its owner closes it)."""
         self.settings = settings
         self._warn = on_warning
-        self._sync = sync_indexes
-        self._kb, self._owns_kb = kb, kb is None
-        self._lm, self._lm_flags, self._lm_loaded = (None if model is LOAD else model), [], model is not LOAD
-        self._pipeline = None
-        self._judge = None
-        self._clarified = None  # ClarificationMemory, opened on the first clarification (False: cannot be)
+        self.parts = wiring.Parts(settings, model=model, warn=on_warning, sync_indexes=sync_indexes, kb=kb)
+        self._clarified = Clarifications(lambda: self.kb.folder, on_warning)
 
     @classmethod
     def around(cls, kb: KnowledgeBase, *, model: LanguageModel | None = LOAD,
@@ -78,7 +75,8 @@ class Clinic:
              **settings: Any) -> "Clinic":
         """The knowledge base at ``kb`` (created by the first ``ingest`` when it does not exist yet) with
         ``settings`` over the KB's settings file, the environment and the defaults (``llm="none"`` answers
-        extractively, without a model). ``model``: a LanguageModel to use instead of loading ``llm`` (None: no
+        extractively, without a model; ``doctor``, ``answer_cache``, ``top_k``, ``rerank``: the defaults a
+        ``Question`` may override). ``model``: a LanguageModel to use instead of loading ``llm`` (None: no
         model at all)."""
         return cls(Settings.load(kb, **settings), model=model, on_warning=on_warning, sync_indexes=sync_indexes)
 
@@ -89,61 +87,37 @@ class Clinic:
         self.close()
 
     def close(self) -> None:
-        if self._clarified:
-            self._clarified.close()
-        self._clarified = None
-        if self._kb is not None and self._owns_kb:
-            self._kb.close()
-        self._kb = None
-        self._pipeline = None
+        self._clarified.close()
+        self.parts.close()
 
     @property
     def kb(self) -> KnowledgeBase:
-        if self._kb is None:
-            self._kb = KnowledgeBase.open(self.settings, sync_indexes=self._sync)  # raises: "run ingest first"
-        return self._kb
+        return self.parts.kb  # raises: "run ingest first"
 
     @property
     def lm(self) -> LanguageModel | None:
         """The language model, loaded on first use (None when ``llm="none"`` or it cannot load: answers are
         then extractive and flagged ``llm_unavailable``)."""
-        if not self._lm_loaded:
-            from ragclinic.pipeline.runner import load_language_model
-
-            self._lm, self._lm_flags = load_language_model(self.settings, self._warn)
-            self._lm_loaded = True
-        return self._lm
+        return self.parts.lm
 
     @property
     def model_flags(self) -> list[str]:
         """Why answers are extractive when the model could not load (``llm_unavailable: ...``), else []."""
-        self.lm  # noqa: B018 - loads it
-        return list(self._lm_flags)
+        return self.parts.model_flags
 
     @property
     def judge(self):
         """The judge the ``judge`` setting names (the learned verifier by default; ``llm``: the language
         model's yes/no probabilities)."""
-        if self._judge is None:
-            from ragclinic.verify import create_judge
-
-            self._judge = create_judge(self.settings.judge, self.lm if self.settings.judge == "llm" else None)
-        return self._judge
+        return self.parts.judge
 
     @property
     def pipeline(self):
         """The plain pipeline over this knowledge base and model (ragclinic.pipeline.runner.Pipeline)."""
-        if self._pipeline is None:
-            from ragclinic.pipeline.runner import Pipeline
+        return self.parts.pipeline
 
-            lm = self.lm
-            self._pipeline = Pipeline(self.kb, lm=lm, lm_flags=self._lm_flags)
-        return self._pipeline
-
-    def doctor(self, *, interactive: bool = False):
+    def doctor(self, *, interactive: bool = False) -> Doctor:
         """The doctor over this clinic's pipeline (ragclinic.doctor.Doctor)."""
-        from ragclinic.doctor import Doctor
-
         return Doctor(self.pipeline, interactive=interactive)
 
     # ------------------------------------------------------------------ documents
@@ -158,22 +132,14 @@ class Clinic:
         the commit stays here and the result is the same knowledge base. In a knowledge base with a graph (the
         ``graph`` setting, ``ingest --graph``), the graph is brought up to date after the commit
         (``on_graph_progress(done, total)`` chunks); ``.graph`` holds what that did."""
-        import shutil
-
-        from ragclinic.ingest.runner import IngestAborted, ingest
-
         paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
         new_folder = not self.settings.kb.exists()
-        if self._kb is None:
-            self._kb = KnowledgeBase.open(self.settings, create=True, sync_indexes=False)
-        self._pipeline = None  # the next question sees the new version
-        kb = self._kb
+        kb = self.parts.kb_for_writing()
+        self.parts.changed()  # the next question sees the new version
         kb.lock()
         try:
             run = dict(sync=sync, strict=strict, tags=dict(tags or {}), reparse=reparse, on_progress=on_progress)
             if ray:
-                from ragclinic.scale.ray_ingest import ingest_on_ray
-
                 result = ingest_on_ray(kb, [Path(p) for p in paths], ray, ray_workers, **run)
             else:
                 result = ingest(kb, [Path(p) for p in paths], **run)
@@ -191,15 +157,13 @@ class Clinic:
         """Bring the knowledge graph up to date with the chunks (docs/graph.md): ``mode`` (or the ``graph``
         setting) sets or changes the KB's graph mode; None keeps it (no graph: nothing to do). The caller holds
         the write lock (``ingest`` does). → ``GraphSyncResult`` (also put on ``result.graph`` when given)."""
-        from ragclinic.graph import sync
-
         kb = self.kb
         mode = mode or self.settings.graph or None
-        if not mode and not sync.enabled(kb):
+        if not mode and not graph_sync.enabled(kb):
             return None
-        model = self.lm if (mode or sync.mode_of(kb)) == "model" else None
-        done = sync.sync(kb, mode, model=model, on_progress=on_progress)
-        self._pipeline = None
+        model = self.lm if (mode or graph_sync.mode_of(kb)) == "model" else None
+        done = graph_sync.sync(kb, mode, model=model, on_progress=on_progress)
+        self.parts.changed()
         if result is not None:
             result.graph = done.to_json()
         return done
@@ -211,7 +175,8 @@ class Clinic:
         """The answer with its citations, confidence, trace id and (with the doctor) symptoms and repairs.
         ``scope`` is a dict like the CLI's ``--scope`` ({"tenant": "acme", "from": "2024-01-01"}). ``cache``:
         None follows the ``answer_cache`` setting."""
-        return self.consult(question, scope, doctor, top_k, rerank=rerank, on_token=on_token, cache=cache).answer
+        q = Question(question, scope or (), doctor, top_k, rerank, cache)
+        return self.answer(q, on_token=on_token).answer
 
     def consult(self, question: str, scope: dict[str, str] | None = None, doctor: bool | None = None,
                 top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
@@ -219,95 +184,59 @@ class Clinic:
                 reply: Callable[[str], str] | None = None, enforced: dict[str, str] | None = None,
                 on_span=None, conversation: Sequence[str] = (), owner: str = "",
                 debug_round_id: str = "") -> Consultation:
-        """``ask`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
-        ``interactive``: an ambiguous question gets one clarifying question, answered by ``reply``.
-        ``enforced``: tags every passage must carry whatever ``scope`` asks (the server's tenant of a key);
-        ``on_span(span, state)``: called as each layer of the plain run finishes; ``conversation``: the user's
-        earlier questions (a follow-up's "it" / "their" / 它 is resolved from them); ``owner``: who asks (the
-        CLI's user, the server's key): an ambiguity the owner has clarified before is not asked about again, the
-        remembered reply is merged in (``payload["clarification"]["reused"]``); ``debug_round_id``: continue a
-        round (the UI's reply to its clarifying question)."""
-        from ragclinic.limits import check_request
-        from ragclinic.pipeline.cache import AnswerCacheFront
+        """``answer`` with the question's fields as keyword arguments (docs/api.md; see ``Question``)."""
+        q = Question(question, scope or (), doctor, top_k, rerank, cache, interactive, enforced or (),
+                     tuple(conversation), owner, debug_round_id)
+        return self.answer(q, on_token=on_token, on_span=on_span, reply=reply)
 
-        check_request(self.settings, question, scope)  # before the cache or a trace stores any of it
-        pairs = dict(scope or {})
-        keyed = {**pairs, **{f"\x00enforced:{k}": v for k, v in (enforced or {}).items()}}  # the cache's scope
-        if interactive:  # an ambiguous question is asked back, not answered per sense: another entry
-            keyed["\x00interactive"] = "1"
-        use_doctor = self.settings.doctor if doctor is None else doctor
-        conversation = tuple(conversation)
-        overridden = top_k is not None or rerank is not None or bool(conversation)  # not cache keys
-        # the cache needs the knowledge base only: a cached answer loads no model
-        front = AnswerCacheFront(self, enabled=False if (overridden or cache is False) else None, warn=self._warn)
+    def answer(self, q: Question, *, on_token: TokenCallback | None = None, on_span=None,
+               reply: Callable[[str], str] | None = None) -> Consultation:
+        """The answer to ``q`` with everything the CLI prints: the `ask --json` payload and the doctor's result.
+        From the answer cache when it holds a near-identical question (no model is loaded then), else from the
+        doctor or (``doctor=False``) the plain pipeline. ``on_token(piece)``: the answer text as it is written;
+        ``on_span(span, state)``: each layer of the plain run as it finishes; ``reply(clarifying_question)``: the
+        user's answer when the doctor asks one back (``q.interactive``)."""
+        check_request(self.settings, q.text, q.scope_dict)  # before the cache or a trace stores any of it
+        use_doctor = self.settings.doctor if q.doctor is None else q.doctor
+        front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
         try:
-            if (hit := front.lookup(question, keyed, use_doctor)) is not None:
+            if (hit := front.lookup(q.text, q.cache_scope(), use_doctor)) is not None:
                 return Consultation(Answer.from_json(hit), hit, None, True, None)
+            run = dict(top_k=q.top_k, rerank=q.rerank, on_token=on_token, enforced=q.enforced_dict,
+                       on_span=on_span, conversation=q.conversation)
             if not use_doctor:
-                state, trace = self.pipeline.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                                 enforced=enforced, on_span=on_span, conversation=conversation)
-                answer, result = replace(state.answer, model_calls=len(trace.model_calls)), None
-                payload = front.keep(question, keyed, False, answer.to_json())
-                return Consultation(answer, payload, None, False, trace)
+                state, trace = self.pipeline.ask(q.text, q.scope_dict, **run)
+                answer = replace(state.answer, model_calls=len(trace.model_calls))
+                return Consultation(answer, front.keep(q.text, q.cache_scope(), False, answer.to_json()), None,
+                                    False, trace)
+            doctor = self.doctor(interactive=q.interactive)
+            result = doctor.ask(q.text, q.scope_dict, debug_round_id=q.debug_round_id, **run)
+            result, clarified = self._clarified.follow_up(q, doctor, result, reply, **run)
+            answer = replace(result.answer, symptoms=tuple(x.to_json() for x in result.symptoms),
+                             repairs=tuple(r.to_json() for r in result.repairs),
+                             model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
+            if clarified:  # the answer to the question with the reply merged in: never kept for the question
+                payload = {**result.to_json(), "cached": False, "clarification": clarified}
             else:
-                result, clarified = self._doctor_ask(
-                    question, pairs, top_k, rerank, on_token, interactive, reply, owner,
-                    {"enforced": enforced, "on_span": on_span, "conversation": conversation,
-                     "debug_round_id": debug_round_id})
-                answer = replace(result.answer, symptoms=result.symptoms, repairs=result.repairs,
-                                 model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
-                if clarified:  # the answer to the question with the reply merged in: never kept for the question
-                    payload = {**result.to_json(), "cached": False, "clarification": clarified}
-                else:
-                    payload = front.keep(question, keyed, True, result.to_json())
-                return Consultation(answer, payload, result, False, result.trace)
+                payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
+            return Consultation(answer, payload, result, False, result.trace)
         finally:
             front.close()
 
-    def _doctor_ask(self, question, pairs, top_k, rerank, on_token, interactive, reply, owner, extra):
-        """The doctor's answer, and the clarification merged into it (None when none was): the owner's
-        remembered reply to the same ambiguity, else what ``reply`` returns for the clarifying question."""
-        doc = self.doctor(interactive=interactive)
-        result = doc.ask(question, pairs, top_k=top_k, rerank=rerank, on_token=on_token, **extra)
-        if not (interactive and result.answer.route == "clarify" and result.repairs):
-            return result, None
-        gate = result.trace.span("gate")
-        key = ambiguity_key(question, (gate.outputs or {}).get("ambiguity", {}) if gate else {})
-        memory = self._clarifications() if owner else None
-        hit = memory.recall(owner, key) if memory is not None else None
-        said = hit["reply"] if hit else (reply(result.answer.text).strip() if reply is not None else "")
-        if not said:
-            return result, None
-        asked_back, round_id = result.answer.text, result.trace.debug_round_id
-        doc.interactive = False  # one clarifying question per query
-        # the reply continues the same question: its runs share the debug round id
-        result = doc.ask(f"{question} {said}", pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                         **{**extra, "debug_round_id": round_id})
-        if memory is not None and not hit:
-            try:
-                memory.remember(owner, key, question=question, clarifying_question=asked_back, reply=said,
-                                debug_round_id=round_id)
-            except sqlite3.Error as e:
-                self._warn(f"clarification not remembered: {e}")
-        return result, {"clarifying_question": asked_back, "reply": said, "reused": bool(hit),
-                        "debug_round_id": round_id}
-
-    def _clarifications(self):
-        """The knowledge base's clarification memory (store/clarifications.py); None when it cannot be opened."""
-        if self._clarified is None:
-            try:
-                self._clarified = ClarificationMemory(self.kb.folder)
-            except (sqlite3.Error, OSError) as e:
-                self._warn(f"clarifications not remembered: cannot open {self.kb.folder}: {e}")
-                self._clarified = False
-        return self._clarified or None
+    def search(self, q: Question) -> tuple[tuple[Hit, ...], str]:
+        """The hits of the configured retriever for ``q`` (``q.top_k`` of them; no rerank, no model call) within
+        its scope and enforced tags, and the name of the retriever that ran."""
+        must = tuple(sorted(q.enforced))
+        req = AskRequest(q.text, Scope.parse(q.scope_dict).require(must), tuple(sorted(q.scope)),
+                         top_k=q.top_k or self.settings.top_k, retriever=self.settings.retriever, rerank=False,
+                         enforced=must)
+        found, out = self.pipeline.run_layer("retrieve", AskState(req))
+        return found.hits, out.retriever
 
     # ------------------------------------------------------------------ traces
     def trace(self, trace_id: str, *, exact: bool = False) -> Trace:
         """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,
         ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``."""
-        from ragclinic.trace.store import load_trace
-
         return load_trace(self.kb.db, trace_id, exact=exact)
 
     def replay(self, trace_id: str, *, enforced: dict[str, str] | None = None) -> Answer:
@@ -319,15 +248,11 @@ class Clinic:
         would hand the model another context — a call the trace never recorded. ``enforced``: the caller's tenant
         tags (a server key's): the trace must be that tenant's and hold nothing from outside it, else
         ``OutsideScope``."""
-        from ragclinic.pipeline.runner import Pipeline
-        from ragclinic.trace.recorder import recorded_crashes
-        from ragclinic.trace.states import start_of
-
         trace = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
         layer = trace.rerun_from or "retrieve"
         if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("generate"):
             layer = "generate"
-        pipe = Pipeline(self.kb, lm=None, settings=_recorded_settings(self.settings, trace))
+        pipe = wiring.pipeline(self.kb, settings=_recorded_settings(self.settings, trace))
         state, _ = pipe.run(start_of(trace, layer), layer, frozen=trace.model_calls, save=False,
                             debug_round_id=trace.debug_round_id, crashes=recorded_crashes(trace))
         return replace(state.answer, trace_id=trace.id, model_calls=0)
@@ -348,9 +273,6 @@ class Clinic:
     def _for_caller(self, trace: Trace, enforced: dict[str, str] | None) -> Trace:
         """``trace``, when a caller whose key enforces ``enforced`` may use it: its own tenant's, and naming no
         document outside it (trace/owner.py)."""
-        from ragclinic.errors import OutsideScope
-        from ragclinic.trace.owner import enforced_of, trace_outside
-
         if enforced and (enforced_of(trace) != dict(enforced) or trace_outside(self.kb.db, trace, enforced)):
             raise OutsideScope(f"trace {trace.id} is not one of {', '.join(f'{k}={v}' for k, v in enforced.items())}'s "
                                "traces, or holds chunks from outside it", trace_id=trace.id)
@@ -363,8 +285,6 @@ class Clinic:
         ``.fix``, ``.layers``). Give ``question`` (asked now, no doctor) or ``trace_id``, and what is right:
         ``expected`` (one text or accepted alternatives), ``gold_doc`` or ``expect_refusal`` — or ``expect``, a
         ``debugger.Expectation`` (several required parts, as the eval sets have them)."""
-        from ragclinic.debugger import Debugger, Expectation
-
         if expect is None:
             alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
             expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
@@ -377,10 +297,6 @@ def _as_change(change: Change | None) -> Callable[[AskState], AskState] | None:
     if not isinstance(change, dict):
         raise RagclinicError(f"change must be a function of the AskState or a dict of request fields, not "
                              f"{type(change).__name__}")
-    from dataclasses import fields
-
-    from ragclinic.pipeline.state import AskRequest
-
     known = {f.name for f in fields(AskRequest)} - {"scope"}
     bad = sorted(set(change) - known)
     if bad:

@@ -17,6 +17,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ragclinic.clinic import Clinic
+from ragclinic.ingest.result import IngestResult
+from ragclinic.scale.runtime import worker_env
+from ragclinic.server.app import create_app
+from ragclinic.server.auth import Keys
+
 APP = "ragclinic"
 WRITER = "ragclinic-writer"
 
@@ -25,8 +31,6 @@ class KbWriter:
     """The one replica that ingests (no language model: ingest needs none)."""
 
     def __init__(self, settings) -> None:
-        from ragclinic.clinic import Clinic
-
         self.clinic = Clinic(settings, model=None, sync_indexes=False)
 
     def ingest(self, folder: str, tags: dict) -> dict:
@@ -38,10 +42,6 @@ def _builder(settings, keys: list[str], options: dict):
 
     def build():
         from ray import serve
-
-        from ragclinic.ingest.runner import IngestResult
-        from ragclinic.server.app import create_app
-        from ragclinic.server.auth import Keys
 
         writer = serve.get_deployment_handle(WRITER, app_name=APP)
 
@@ -56,8 +56,6 @@ def _builder(settings, keys: list[str], options: dict):
 def application(settings, keys: list[str], replicas: int, cpus: float = 1.0, options: dict | None = None):
     """The Ray Serve application: ``replicas`` ingress replicas of ``cpus`` CPUs each, and the writer."""
     from ray import serve
-
-    from ragclinic.scale.runtime import worker_env
 
     class Ingress:
         def __init__(self, writer) -> None:  # bound to the writer so the application deploys it

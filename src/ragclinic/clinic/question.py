@@ -1,0 +1,80 @@
+"""What a caller hands the Clinic (``Question``: the data of one question) and what it gets back
+(``Consultation``). Configuration — the model, the doctor's and the cache's defaults, the thresholds — is the
+clinic's, given to ``Clinic.open``; a Question may only override the per-question choices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ragclinic.trace.model import Trace
+from ragclinic.types import Answer
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question and what comes with it. ``scope``: KEY=VALUE pairs like the CLI's ``--scope``; ``enforced``:
+    tags every passage must carry whatever ``scope`` asks (the server's tenant of a key); ``conversation``: the
+    user's earlier questions (a follow-up's "it" / 它 is resolved from them); ``owner``: who asks (a clarification
+    they gave before is reused); ``debug_round_id``: continue a round (the UI's reply to a clarifying question).
+    ``doctor`` / ``cache`` / ``top_k`` / ``rerank``: None follows the settings. ``interactive``: an ambiguous
+    question gets one clarifying question back."""
+
+    text: str
+    scope: Pairs = ()
+    doctor: bool | None = None
+    top_k: int | None = None
+    rerank: bool | None = None
+    cache: bool | None = None
+    interactive: bool = False
+    enforced: Pairs = ()
+    conversation: tuple[str, ...] = ()
+    owner: str = ""
+    debug_round_id: str = ""
+
+    def __post_init__(self) -> None:  # dicts and lists in, tuples kept: the request stays frozen
+        object.__setattr__(self, "scope", _pairs(self.scope))
+        object.__setattr__(self, "enforced", _pairs(self.enforced))
+        object.__setattr__(self, "conversation", tuple(self.conversation))
+
+    @property
+    def scope_dict(self) -> dict[str, str]:
+        return dict(self.scope)
+
+    @property
+    def enforced_dict(self) -> dict[str, str]:
+        return dict(self.enforced)
+
+    def cache_scope(self) -> dict[str, str]:
+        """The answer cache's scope: the asked scope, the enforced tags and interactivity (an ambiguous question
+        is asked back, not answered per sense) are kept apart."""
+        keyed = {**self.scope_dict, **{f"\x00enforced:{k}": v for k, v in self.enforced}}
+        if self.interactive:
+            keyed["\x00interactive"] = "1"
+        return keyed
+
+    def cacheable(self) -> bool | None:
+        """False when the cache may not answer (an override that is not part of its key, or ``cache=False``);
+        None: the ``answer_cache`` setting decides."""
+        overridden = self.top_k is not None or self.rerank is not None or bool(self.conversation)
+        return False if (overridden or self.cache is False) else None
+
+
+@dataclass(frozen=True)
+class Consultation:
+    """What ``Clinic.consult`` gives the CLI and the server: the answer, the `ask --json` object, and the
+    doctor's full result when the doctor ran (None for the plain pipeline and for a cached answer)."""
+
+    answer: Answer
+    payload: dict[str, Any]
+    result: Any = None  # DoctorResult
+    cached: bool = False
+    trace: Trace | None = None  # the run's trace (the doctor's root trace); None for a cached answer
+
+
+def _pairs(value: Mapping[str, str] | Pairs | None) -> Pairs:
+    items = value.items() if isinstance(value, Mapping) else (value or ())
+    return tuple((str(k), str(v)) for k, v in items)
