@@ -52,7 +52,7 @@ def _finish(tmp_path, q: str, fix: str):
     import re
 
     from ragclinic.doctor.doctor import Doctor, Visit
-    from ragclinic.doctor.symptoms import Symptom
+    from ragclinic.types import Symptom
 
     from .factories import make_answer, make_claim, make_passage, make_state, settings
 

@@ -10,7 +10,7 @@ from ragclinic.doctor import Doctor
 from ragclinic.doctor import budget as budget_mod
 from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.refusal import RefusalCare, assess, select
-from ragclinic.doctor.symptoms import Symptom
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import Change
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.models.llm import Message

@@ -12,7 +12,8 @@ from ragclinic.doctor import Doctor
 from ragclinic.doctor.budget import Budget
 from ragclinic.doctor.detectors.fake import ScriptedDetector
 from ragclinic.doctor.router import ROUTES
-from ragclinic.doctor.symptoms import DETECTORS, TIERS, Symptom
+from ragclinic.doctor.symptoms import DETECTORS, TIERS
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 from ragclinic.doctor.treatments.fake import ScriptedTreatment
 from ragclinic.pipeline.runner import Pipeline

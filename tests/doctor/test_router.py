@@ -10,7 +10,8 @@ import pytest
 from ragclinic.doctor import detectors  # noqa: F401  (registers the detectors)
 from ragclinic.doctor import router
 from ragclinic.doctor.router import ORDER, ROUTES, plan
-from ragclinic.doctor.symptoms import DETECTORS, Symptom
+from ragclinic.doctor.symptoms import DETECTORS
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS
 
 from .factories import make_answer, make_claim, make_exam, make_passage, make_state, settings

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import BOND_DOCS, build_kb
 from ragclinic.doctor import Doctor, router
-from ragclinic.doctor.symptoms import Symptom
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 from ragclinic.doctor.verify import judge_better, present, verified_confidence
 from ragclinic.pipeline.runner import Pipeline

@@ -12,7 +12,8 @@ from helpers import BOND_DOCS, build_kb
 from ragclinic.doctor import Doctor
 from ragclinic.errors import ModelCrashed
 from ragclinic.models.service import ModelService, ServiceModel
-from ragclinic.pipeline.runner import Pipeline, state_from_trace
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.trace.model import start_of as state_from_trace
 from ragclinic.trace.store import load_trace
 
 Q = "What is usually used as a proxy for the risk-free rate?"

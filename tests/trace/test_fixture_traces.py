@@ -14,7 +14,7 @@ from ragclinic.config import Settings
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.trace.model import QUERY_LAYERS, Trace
 from ragclinic.trace.recorder import recorded_crashes
-from ragclinic.trace.states import start_of
+from ragclinic.trace.model import start_of
 from ragclinic.trace.store import load_trace, save_trace
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "traces"

@@ -29,7 +29,7 @@ def probe_graph(case: Case) -> LayerReport | None:
         return None
     conn = kb.db.conn
     span = case.trace.span("gate")
-    g = (span.outputs.get("graph") if span is not None else None) or {}
+    g = (span.output.graph if span is not None and span.output is not None else None) or {}
     answers = case.expect.texts
     known = lambda key: conn.execute("SELECT 1 FROM graph_mentions WHERE entity = ? LIMIT 1",  # noqa: E731
                                      [key]).fetchone() is not None

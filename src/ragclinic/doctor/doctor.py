@@ -17,7 +17,7 @@ from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in de
 from ragclinic.doctor import refusal
 from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
-from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam, Symptom
+from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam
 from ragclinic.doctor.verify import dropped_evidence, judge_better, present, verified_confidence
 from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.pipeline.gate.evidence import threshold as evidence_threshold
@@ -27,10 +27,9 @@ from ragclinic.pipeline.gate.templates import render
 from ragclinic.text.lang import language_of
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.pipeline.scope.instructions import removal_places
-from ragclinic.types import AskState
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
-from ragclinic.types import Answer
+from ragclinic.types import Answer, AskState, Repair, Snapshot, Symptom
 
 _GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
 # What the fast path does not treat: symptoms about the context's noise and the retrieval's reach, which an
@@ -61,15 +60,15 @@ class Visit:
 class DoctorResult:
     answer: Answer
     initial: Answer
-    symptoms: tuple[dict[str, Any], ...]
-    repairs: tuple[dict[str, Any], ...]
+    symptoms: tuple[Symptom, ...]  # as found, each with the round that found it
+    repairs: tuple[Repair, ...]
     trace: Trace  # the root trace (baseline run + the doctor's record)
     summary: dict[str, Any]
 
     def to_json(self) -> dict[str, Any]:
         """The `ask --json` object: the answer's fields plus symptoms, repairs and the initial answer."""
-        return {**self.answer.to_json(), "trace_id": self.trace.id, "symptoms": list(self.symptoms),
-                "repairs": list(self.repairs), "initial_answer": self.initial.to_json(), "doctor": self.summary}
+        return {**self.answer.to_json(), "trace_id": self.trace.id, "symptoms": [x.to_json() for x in self.symptoms],
+                "repairs": [r.to_json() for r in self.repairs], "initial_answer": self.initial.to_json(), "doctor": self.summary}
 
 
 class Doctor:
@@ -248,8 +247,8 @@ class _Session:
         self.pipe.fallback_on_crash = False  # a crash during a repair ends the repairs (Doctor.treat)
         self.initial: Visit | None = None
         self.current: Visit | None = None
-        self.found: list[dict[str, Any]] = []
-        self.repairs: list[dict[str, Any]] = []
+        self.found: list[Symptom] = []
+        self.repairs: list[Repair] = []
         self.tried: set[str] = set()
         self.fast_note = ""  # why the answer took the fast path, and what it did not treat
 
@@ -261,8 +260,8 @@ class _Session:
         self.fast_note = why + (f"; not treated: {', '.join(skipped)}" if skipped else "")
 
     def note_symptoms(self, rnd: int) -> None:
-        seen = {f["name"] for f in self.found}
-        self.found += [dict(x.to_json(), round=rnd) for x in present(self.current.symptoms, self.s.doctor_threshold)
+        seen = {f.name for f in self.found}
+        self.found += [x.found_in(rnd) for x in present(self.current.symptoms, self.s.doctor_threshold)
                        if x.name not in seen]
 
     def round(self, rnd: int) -> str:
@@ -349,12 +348,11 @@ def _doc_name(doc, fallback: str) -> str:
 
 
 def _record(rnd: int, sym: Symptom, change, before: Visit, after: Visit | None, accepted: bool,
-            why: str, threshold: float) -> dict[str, Any]:
-    return {"round": rnd, "treatment": change.treatment, "symptom": sym.name, "layer": change.layer,
-            "change": change.describe, "accepted": accepted, "reason": why,
-            "before": _snapshot(before, threshold), "after": _snapshot(after, threshold) if after else None}
+            why: str, threshold: float) -> Repair:
+    return Repair(rnd, change.treatment, sym.name, change.layer, change.describe, accepted, why,
+                  _snapshot(before, threshold), _snapshot(after, threshold) if after else None)
 
 
-def _snapshot(v: Visit, threshold: float) -> dict[str, Any]:
-    return {"answer": v.answer.text, "route": v.answer.route, "confidence": v.score,
-            "symptoms": [x.name for x in v.symptoms if x.score >= threshold], "trace_id": v.trace.id}
+def _snapshot(v: Visit, threshold: float) -> Snapshot:
+    return Snapshot(v.answer.text, v.answer.route, v.score, tuple(x.name for x in v.symptoms if x.score >= threshold),
+                    v.trace.id)

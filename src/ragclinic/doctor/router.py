@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 
 ORDER = ("injected_instruction", "ambiguous", "compound", "term_mismatch", "low_relevance", "missing_aspect",

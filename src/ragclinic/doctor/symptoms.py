@@ -14,26 +14,11 @@ from typing import Any, Mapping, Protocol
 
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.types import AskState
+from ragclinic.types import AskState, Symptom
 from ragclinic.registry import Registry
 from ragclinic.trace.model import Trace
 
 TIERS = ("rules", "small", "model")
-
-
-@dataclass(frozen=True)
-class Symptom:
-    name: str
-    score: float  # 0..1: how strongly it is present (present at ≥ the doctor's threshold)
-    layer: str  # the pipeline layer it points at: retrieve, scope, gate, generate
-    evidence: str  # what was seen, for people
-    tier: str = "rules"  # the tier that decided
-    sure: bool = True  # False: a higher tier could change the score
-    data: Mapping[str, Any] = field(default_factory=dict)  # findings the treatments use (parts, terms, ids)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "score": round(self.score, 4), "layer": self.layer, "evidence": self.evidence,
-                "tier": self.tier}
 
 
 @dataclass

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragclinic.doctor.symptoms import Symptom, clamp
+from ragclinic.doctor.symptoms import clamp
+from ragclinic.types import Symptom
 from ragclinic.pipeline.generate.citations import CITE
 from ragclinic.text.support import content_terms, numbers
 from ragclinic.types import Answer, Passage

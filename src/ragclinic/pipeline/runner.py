@@ -3,46 +3,54 @@
 ``Pipeline.ask`` runs every layer. ``Pipeline.rerun`` restarts from any layer with the state rebuilt
 from a recorded trace (optionally changed): the doctor's treatments, the debugger's counterfactuals and
 deterministic replay (model outputs frozen from the trace) all go through it.
+
+The layer table — each layer a function ``(RunContext, AskState) → (AskState, its typed output)`` in its folder,
+and the reasoning stage's hooks (pipeline/reason/stage.py) at the points where each calls them:
+
+    retrieve   pipeline/retrieve/layer.py   scope pre-filter, search, rerank
+    scope      pipeline/scope/layer.py      reason: rank (causal chains) · passages · reason: expand (graph)
+    gate       pipeline/gate/layer.py       evidence, route · reason: after_gate (tools path, ambiguity, graph)
+    generate   pipeline/generate/layer.py   reason: tools · draft, check, repair · reason: revise, chain
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ragclinic.config import Settings
-from ragclinic.errors import LayerError, LimitExceeded, ModelCrashed, ModelError, ModelTimeExceeded, RagclinicError
+from ragclinic.errors import (LayerError, LimitExceeded, ModelCrashed, ModelError, ModelTimeExceeded, OutsideScope,
+                              RagclinicError)
+from ragclinic.models.factory import create_language_model
 from ragclinic.models.judge import Judge, LexicalJudge
-from ragclinic.verify import cheap
-from ragclinic.models.llm import LanguageModel, TokenCallback, create_language_model
+from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.native import in_layer
+from ragclinic.pipeline.context import RunContext
+from ragclinic.pipeline.gate.layer import gate
 from ragclinic.pipeline.generate import GENERATORS, Generator
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
+from ragclinic.pipeline.generate.layer import generate
 from ragclinic.pipeline.generate.llm import LLMGenerator
-from ragclinic.pipeline.layers import LAYER_FUNCS
-from ragclinic.types import Scope
-from ragclinic.types import AskRequest, AskState
+from ragclinic.pipeline.reason.ambiguity import resolve_followup
+from ragclinic.pipeline.retrieve import RETRIEVERS, Retriever
+from ragclinic.pipeline.retrieve.layer import retrieve
+from ragclinic.pipeline.scope.layer import scope
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, new_trace_id
+from ragclinic.trace import codec
+from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, change_span, new_trace_id, start_of
+from ragclinic.trace.owner import outside
 from ragclinic.trace.recorder import RecordingModel, Tape
-from ragclinic.trace.states import change_span, request_to_dict, start_of
 from ragclinic.trace.store import save_trace
+from ragclinic.trace.views import LayerOutput, input_for
+from ragclinic.types import AskRequest, AskState, Scope
+from ragclinic.verify import cheap, create_judge
 
 _SECRET_SETTINGS = {"openai_api_key"}
 SpanCallback = Callable[[Span, AskState], None]
-
-
-@dataclass
-class RunContext:
-    kb: KnowledgeBase
-    settings: Settings
-    lm: LanguageModel | None
-    judge: Judge | None
-    generator: Generator
-    on_token: TokenCallback | None = None
-    flags: list[str] = field(default_factory=list)
+LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]] = {
+    "retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}  # the layer table (above)
 
 
 def load_language_model(settings: Settings, warn: Callable[[str], None] | None = None
@@ -66,25 +74,29 @@ class Pipeline:
         self.lm = lm
         self.lm_flags = list(lm_flags)
         self.fallback_on_crash = True  # the doctor's re-runs turn this off: a crash ends its repairs instead
+        self._retrievers: dict[str, Retriever] = {}  # built once per pipeline, by name (shared with with_model)
 
     # ------------------------------------------------------------------ public
     def with_model(self, lm: LanguageModel | None) -> "Pipeline":
         """This pipeline (knowledge base, settings, model flags) over another model — the doctor's re-runs use
         the budget-limited wrapper of the same model."""
-        return Pipeline(self.kb, lm=lm, lm_flags=self.lm_flags, settings=self.settings)
+        other = Pipeline(self.kb, lm=lm, lm_flags=self.lm_flags, settings=self.settings)
+        other._retrievers = self._retrievers
+        return other
 
     def judge_for(self, lm: LanguageModel | None) -> Judge:
         """The judge the settings name, over ``lm`` (what every layer of a run with ``lm`` uses)."""
-        return self._judge(lm)
+        return create_judge(self.settings.judge, lm)
 
-    def run_layer(self, layer: str, state: AskState, **overrides: Any) -> tuple[AskState, dict[str, Any]]:
+    def run_layer(self, layer: str, state: AskState, **overrides: Any) -> tuple[AskState, LayerOutput]:
         """One layer's function on ``state`` (no trace; the model only through the live one): what the debugger's
         probes use to ask "what would this layer do with that?". ``overrides``: settings for this call only."""
         if layer not in QUERY_LAYERS:
             raise RagclinicError(f"no query layer {layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
         settings = self.settings.model_copy(update=overrides) if overrides else self.settings
-        ctx = RunContext(self.kb, settings, self.lm, self._judge(self.lm), self._generator(self.lm))
-        return self._layer(ctx, layer, state)
+        ctx = RunContext(self.kb, settings, self.lm, self.judge_for(self.lm), self._generator(self.lm),
+                         self._retriever(state.request.retriever) if layer == "retrieve" else None)
+        return _call(ctx, layer, state)
 
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
             rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
@@ -94,8 +106,6 @@ class Pipeline:
         ``on_span(span, state)`` is called as each layer finishes (the server's streamed events);
         ``conversation``: the user's earlier questions — a follow-up's dangling pronoun is resolved from them
         (the request keeps the user's words as ``original``)."""
-        from ragclinic.pipeline.reason.ambiguity import resolve_followup
-
         s = self.settings
         if len(question) > s.max_question_chars:
             raise LimitExceeded(f"the question is {len(question)} characters, more than max_question_chars="
@@ -114,19 +124,17 @@ class Pipeline:
                         on_span=on_span)
 
     def rerun(self, trace: Trace, from_layer: str, *, change: Callable[[AskState], AskState] | None = None,
-              frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True, admin: bool = False
-              ) -> tuple[AskState, Trace]:
-        """Restart ``trace`` at ``from_layer``; ``change`` may alter the rebuilt state first (a treatment,
-        a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs.
+              frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True, admin: bool = False,
+              start: AskState | None = None) -> tuple[AskState, Trace]:
+        """Restart ``trace`` at ``from_layer``; ``change`` may alter the starting state first (a treatment,
+        a counterfactual). ``frozen``: answer model calls from the trace's recorded outputs. ``start``: the state
+        ``from_layer`` started from, when the caller holds it (default: rebuilt from the trace's typed spans).
 
         The state may hold only chunks the trace's enforced tags admit (what its tenant's key could retrieve):
         otherwise the re-run raises ``OutsideScope`` — unless ``admin`` (a key without a tenant: the debugger's
         probes, the library), when it is the admin's run: the enforced tags are dropped and it starts a debug round
         of its own, so that no tenant's key can read it (issue 32)."""
-        from ragclinic.errors import OutsideScope
-        from ragclinic.trace.owner import outside
-
-        before = state = start_of(trace, from_layer)
+        before = state = start if start is not None else start_of(trace, from_layer)
         if change is not None:
             state = change(state)
         round_id = trace.debug_round_id or trace.id
@@ -159,60 +167,65 @@ class Pipeline:
         ``state`` (kept in the trace before the layers it ran)."""
         if from_layer not in QUERY_LAYERS:
             raise RagclinicError(f"cannot start at layer {from_layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
-        tape = Tape()
+        tape, t_start = Tape(), time.perf_counter()
+        ctx = self._context(state, from_layer, tape, frozen, crashes, on_token)
+        spans = _earlier_spans(parent, from_layer, change)
+        for layer in QUERY_LAYERS[QUERY_LAYERS.index(from_layer):]:
+            tape.layer, t0 = layer, time.perf_counter()
+            try:
+                with in_layer(layer):
+                    state, out = LAYERS[layer](ctx, state)
+            except ModelCrashed as e:
+                if not self.fallback_on_crash or ctx.lm is None:
+                    raise
+                spans.append(Span(layer, "error", _ms(t_start, t0), _ms(t0, time.perf_counter()),
+                                  input_for(layer, state), None, error=e.reason))
+                ctx = self._without_model(ctx, e, on_token)
+                state, out = _call(ctx, layer, state)
+            except RagclinicError:
+                raise
+            except Exception as e:  # a bug or a backend failure: name the layer that broke
+                raise LayerError(layer, e) from e
+            spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()), input_for(layer, state),
+                              out))
+            if on_span is not None:
+                on_span(spans[-1], state)
+        return self._finish(state, spans, tape, from_layer, debug_round_id, parent, change, save)
+
+    # ------------------------------------------------------------------ helpers
+    def _context(self, state: AskState, from_layer: str, tape: Tape, frozen: Iterable[ModelCall] | None,
+                 crashes: dict[str, ModelCrashed] | None, on_token: TokenCallback | None) -> RunContext:
+        """The run's parts: the model behind the recorder (frozen calls answered from the trace), its judge and
+        generator, the request's retriever (built once per pipeline)."""
         lm = None
         frozen = list(frozen) if frozen is not None else None
         if self.lm is not None or frozen or crashes:  # a replay of a run that had no model runs without one too
             lm = RecordingModel(self.lm, tape, frozen or (), max_seconds=self.settings.max_model_seconds,
                                 crashes=crashes if self.lm is None else None)
-        ctx = RunContext(self.kb, self.settings, lm, self._judge(lm), self._generator(lm), on_token,
-                         list(self.lm_flags))
-        trace_id, t_start, spans = new_trace_id(), time.perf_counter(), []
-        start = QUERY_LAYERS.index(from_layer)
-        for layer in QUERY_LAYERS[:start]:
-            if parent is not None and (old := parent.span(layer)) is not None:
-                spans.append(replace(old, status="replayed", started_ms=0.0, duration_ms=0.0))
-        if change is not None:
-            spans.append(change)
-        for layer in QUERY_LAYERS[start:]:
-            tape.layer = layer
-            t0 = time.perf_counter()
-            try:
-                state, outputs = self._layer(ctx, layer, state)
-            except ModelCrashed as e:
-                if not self.fallback_on_crash or ctx.lm is None:
-                    raise
-                spans.append(Span(layer, "error", _ms(t_start, t0), _ms(t0, time.perf_counter()),
-                                  _inputs(layer, state), {}, error=e.reason))
-                ctx = self._without_model(ctx, e, on_token)
-                state, outputs = self._layer(ctx, layer, state)
-            spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()),
-                              _inputs(layer, state), outputs))
-            if on_span is not None:
-                on_span(spans[-1], state)
+        retriever = self._retriever(state.request.retriever) if from_layer == "retrieve" else None
+        return RunContext(self.kb, self.settings, lm, self.judge_for(lm), self._generator(lm), retriever, on_token,
+                          tuple(self.lm_flags))
+
+    def _retriever(self, name: str) -> Retriever:
+        if name not in self._retrievers:
+            self._retrievers[name] = RETRIEVERS.create(name, self.kb)
+        return self._retrievers[name]
+
+    def _finish(self, state: AskState, spans: list[Span], tape: Tape, from_layer: str, debug_round_id: str,
+                parent: Trace | None, change: Span | None, save: bool) -> tuple[AskState, Trace]:
+        trace_id = new_trace_id()
         trace = Trace(id=trace_id, debug_round_id=debug_round_id or trace_id, created=time.time(),
                       query=state.request.question, scope=dict(state.request.scope_pairs),
                       settings=self._settings_dump(), kb_version=self.kb.db.version, spans=tuple(spans),
                       model_calls=tuple(tape.calls), final={},
                       parent_id=parent.id if parent else "",
                       rerun_from=from_layer if parent or change else "",
-                      request=request_to_dict(state.request))
+                      request=codec.request_to_dict(state.request))
         answer = replace(state.answer, trace_id=trace.id)
         trace = replace(trace, final=answer.to_json())
         if save:
             save_trace(self.kb.db, trace)
         return replace(state, answer=answer), trace
-
-    # ------------------------------------------------------------------ helpers
-    @staticmethod
-    def _layer(ctx: RunContext, layer: str, state: AskState) -> tuple[AskState, dict[str, Any]]:
-        try:
-            with in_layer(layer):
-                return LAYER_FUNCS[layer](ctx, state)
-        except RagclinicError:
-            raise
-        except Exception as e:  # a bug or a backend failure: name the layer that broke
-            raise LayerError(layer, e) from e
 
     def _without_model(self, ctx: RunContext, crash: ModelCrashed, on_token: TokenCallback | None) -> RunContext:
         """The model died mid-question: this layer and the rest run without it (lexical judge, extractive
@@ -222,13 +235,8 @@ class Pipeline:
         if on_token:
             on_token(f"\n[{note}]\n")
         judge = ctx.judge if cheap(ctx.judge) else LexicalJudge()  # the learned verifier needs no model
-        return RunContext(ctx.kb, ctx.settings, None, judge, self._generator(None), on_token,
-                          ctx.flags + [f"{flag}: {note}"])
-
-    def _judge(self, lm: LanguageModel | None) -> Judge:
-        from ragclinic.verify import create_judge
-
-        return create_judge(self.settings.judge, lm)
+        return replace(ctx, lm=None, judge=judge, generator=self._generator(None), on_token=on_token,
+                       flags=ctx.flags + (f"{flag}: {note}",))
 
     def _generator(self, lm: LanguageModel | None) -> Generator:
         if lm is None:
@@ -241,19 +249,23 @@ class Pipeline:
         return self.settings.model_dump(mode="json", exclude=_SECRET_SETTINGS)
 
 
-state_from_trace = start_of  # the state a trace had when a layer started (trace/states.py)
+def _call(ctx: RunContext, layer: str, state: AskState) -> tuple[AskState, LayerOutput]:
+    """One layer on ``state``; an error that is not the project's names the layer that broke."""
+    try:
+        with in_layer(layer):
+            return LAYERS[layer](ctx, state)
+    except RagclinicError:
+        raise
+    except Exception as e:  # a bug or a backend failure: name the layer that broke
+        raise LayerError(layer, e) from e
 
 
-def _inputs(layer: str, state: AskState) -> dict[str, Any]:
-    r = state.request
-    if layer == "retrieve":
-        return {"query": r.question, "top_k": r.top_k, "retriever": r.retriever, "rerank": r.rerank,
-                "scope": dict(r.scope_pairs)}
-    if layer == "scope":
-        return {"hits": len(state.hits), "context_k": r.context_k}
-    if layer == "gate":
-        return {"passages": len(state.passages)}
-    return {"route": state.decision.route if state.decision else ""}
+def _earlier_spans(parent: Trace | None, from_layer: str, change: Span | None) -> list[Span]:
+    """A re-run's trace starts with its parent's spans of the layers it did not run, and the change it applied."""
+    spans = [replace(old, status="replayed", started_ms=0.0, duration_ms=0.0)
+             for layer in QUERY_LAYERS[:QUERY_LAYERS.index(from_layer)]
+             if parent is not None and (old := parent.span(layer)) is not None]
+    return spans + ([change] if change is not None else [])
 
 
 def _ms(a: float, b: float) -> float:

@@ -1,17 +1,19 @@
-"""Typed views of a span's inputs and outputs (``Span.input``, ``Span.output``), decoded by the trace codec.
+"""What each query layer's span records, typed: its input (``Span.input``) and its output (``Span.output``).
 
-The persisted form stays the JSON of ``Span.inputs`` / ``Span.outputs``; these are what a Python reader
-gets instead of raw dicts (``span.output.hits[0].chunk.id``, not ``span.outputs["hits"][0]["chunk"]["id"]``).
+The layers return these outputs (pipeline/*/layer.py); ``apply`` gives the state after the layer from the state
+before it, which is how a re-run, a replay and ``Trace.state_after`` rebuild a state from a trace. Their JSON is
+written and read in trace/codec.py only. Open-shaped records (the graph's, the causal ranking's, the ambiguity
+assessment, the context selection, a withdrawn draft, the tools' plan and calls) are kept as mappings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
-from ragclinic.trace.codec import (conflict_from_dict, decision_from_dict, exclusion_from_dict, hit_from_dict,
-                                   passage_from_dict)
-from ragclinic.types import Answer, Conflict, Exclusion, GateDecision, Hit, Passage
+from ragclinic.types import Answer, AskState, Conflict, Exclusion, GateDecision, Hit, Passage
+
+Record = Mapping[str, Any]  # an open-shaped record, as the step that made it wrote it
 
 
 @dataclass(frozen=True)
@@ -26,11 +28,16 @@ class RetrieveInput:
 @dataclass(frozen=True)
 class RetrieveOutput:
     hits: tuple[Hit, ...]
-    retriever: str
-    queries: tuple[str, ...]
-    rerank: bool
-    allowed_chunks: int | None  # chunks the scope allowed (None: everything)
-    scope_filter_ms: float
+    retriever: str = ""
+    queries: tuple[str, ...] = ()
+    rerank: bool = False
+    allowed_chunks: int | None = None  # chunks the scope allowed (None: everything)
+    scope_filter_ms: float = 0.0
+    excluded: tuple[Exclusion, ...] | None = None  # documents the version policy excluded (None: not recorded)
+
+    def apply(self, state: AskState) -> AskState:
+        extra = {"excluded": self.excluded} if self.excluded is not None else {}
+        return replace(state, hits=self.hits, allowed_chunks=self.allowed_chunks, **extra)
 
 
 @dataclass(frozen=True)
@@ -42,10 +49,16 @@ class ScopeInput:
 @dataclass(frozen=True)
 class ScopeOutput:
     passages: tuple[Passage, ...]
-    excluded: tuple[Exclusion, ...]
-    conflicts: tuple[Conflict, ...]
-    reordered_by_authority: Any
-    filters: dict[str, str]
+    excluded: tuple[Exclusion, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    reordered_by_authority: int = 0  # hits the authority policy moved
+    filters: dict[str, str] = field(default_factory=dict)
+    allowed_chunks: int | None = None
+    causal_ranking: Record | None = None  # reason/causal.py: the chain's ranking of the hits (causal questions)
+    graph: Record | None = None  # reason/graph_steps.py: the graph expansion (None: not run)
+
+    def apply(self, state: AskState) -> AskState:
+        return replace(state, passages=self.passages, conflicts=self.conflicts, excluded=self.excluded)
 
 
 @dataclass(frozen=True)
@@ -57,21 +70,35 @@ class GateInput:
 class GateOutput:
     decision: GateDecision
     passages: tuple[Passage, ...]  # scored: .support, .support_by
-    support_by: tuple[str, ...]
+    supports: dict[int, float] = field(default_factory=dict)  # passage number → evidence score
+    support_by: tuple[str, ...] = ()
+    ambiguity: Record = field(default_factory=dict)  # reason/ambiguity.py's assessment, with original_question
+    tables: tuple[str, ...] = ()  # the tables the tools path may read
+    graph: Record | None = None  # the global / mixed step's record
+
+    def apply(self, state: AskState) -> AskState:
+        return replace(state, decision=self.decision, passages=self.passages)
 
 
 @dataclass(frozen=True)
-class GenerateInput:
+class GenerateSpanInput:
     route: str
 
 
 @dataclass(frozen=True)
 class GenerateOutput:
     answer: Answer
-    prompt_tokens: int
-    completion_tokens: int
-    context: dict[str, Any] | None  # what the generator was shown (context selection), None: passages whole
-    unsupported_draft: dict[str, Any] | None  # a withdrawn or regenerated draft
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    context: Record | None = None  # what the generator was shown (context selection), None: passages whole
+    unsupported_draft: Record | None = None  # a withdrawn or regenerated draft
+    # the tools path's answer: each plan the model wrote, each tool call, the passages it cited (None: not that path)
+    plan: tuple[Record, ...] | None = None
+    tools: tuple[Record, ...] | None = None
+    passages: tuple[Passage, ...] | None = None
+
+    def apply(self, state: AskState) -> AskState:
+        return replace(state, answer=self.answer)
 
 
 @dataclass(frozen=True)
@@ -82,44 +109,19 @@ class ChangeInput:
 
 @dataclass(frozen=True)
 class ChangeOutput:
-    state: Any  # the AskState the re-run started from
+    state: AskState  # the state the re-run started from
 
 
-def typed_input(layer: str, d: dict[str, Any]):
+LayerOutput = RetrieveOutput | ScopeOutput | GateOutput | GenerateOutput
+
+
+def input_for(layer: str, state: AskState):
+    """What a query layer's span records as its input, from the state it starts on."""
+    r = state.request
     if layer == "retrieve":
-        return RetrieveInput(d.get("query", ""), d.get("top_k", 0), d.get("retriever", ""), bool(d.get("rerank")),
-                             dict(d.get("scope", {})))
+        return RetrieveInput(r.question, r.top_k, r.retriever, r.rerank, dict(r.scope_pairs))
     if layer == "scope":
-        return ScopeInput(d.get("hits", 0), d.get("context_k", 0))
+        return ScopeInput(len(state.hits), r.context_k)
     if layer == "gate":
-        return GateInput(d.get("passages", 0))
-    if layer == "generate":
-        return GenerateInput(d.get("route", ""))
-    if layer == "change":
-        return ChangeInput(d.get("from_layer", ""), tuple(d.get("changed", ())))
-    return d  # parse / chunk spans of other tools: as recorded
-
-
-def typed_output(layer: str, o: dict[str, Any]):
-    if not o:
-        return None  # a span that ended in an error
-    if layer == "retrieve":
-        return RetrieveOutput(tuple(hit_from_dict(h) for h in o["hits"]), o.get("retriever", ""),
-                              tuple(o.get("queries", ())), bool(o.get("rerank")), o.get("allowed_chunks"),
-                              float(o.get("scope_filter_ms", 0.0)))
-    if layer == "scope":
-        return ScopeOutput(tuple(passage_from_dict(p) for p in o["passages"]),
-                           tuple(exclusion_from_dict(e) for e in o["excluded"]),
-                           tuple(conflict_from_dict(c) for c in o["conflicts"]), o.get("reordered_by_authority"),
-                           dict(o.get("filters", {})))
-    if layer == "gate":
-        return GateOutput(decision_from_dict(o["decision"]), tuple(passage_from_dict(p) for p in o["passages"]),
-                          tuple(o.get("support_by", ())))
-    if layer == "generate":
-        return GenerateOutput(Answer.from_json(o["answer"]), o.get("prompt_tokens", 0), o.get("completion_tokens", 0),
-                              o.get("context"), o.get("unsupported_draft"))
-    if layer == "change":
-        from ragclinic.trace.states import state_from_dict
-
-        return ChangeOutput(state_from_dict(o["state"]))
-    return o
+        return GateInput(len(state.passages))
+    return GenerateSpanInput(state.decision.route if state.decision else "")

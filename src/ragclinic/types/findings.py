@@ -69,10 +69,10 @@ class Repair(_ByKey):
     change: str  # what the treatment changed, for people
     accepted: bool
     reason: str
-    before: Snapshot
+    before: Snapshot | None
     after: Snapshot | None  # None: the treatment did not run (budget)
 
     def to_json(self) -> dict[str, Any]:
         return {"round": self.round, "treatment": self.treatment, "symptom": self.symptom, "layer": self.layer,
                 "change": self.change, "accepted": self.accepted, "reason": self.reason,
-                "before": self.before.to_json(), "after": self.after.to_json() if self.after else None}
+                "before": self.before.to_json() if self.before else None, "after": self.after.to_json() if self.after else None}

@@ -83,7 +83,7 @@ def test_a_tenants_trace_records_nothing_of_the_other_tenants_graph(clinic, q):
 
 def test_question_entities_do_not_say_whether_a_name_is_elsewhere_in_the_knowledge_base(clinic):
     from ragclinic.pipeline.reason.graph_steps import admission
-    from ragclinic.pipeline.runner import RunContext
+    from ragclinic.pipeline.context import RunContext
     from ragclinic.types import AskRequest, AskState
 
     state, _ = clinic.pipeline.ask("Who is Hank Scorpio?", enforced=ACME, save=False)
@@ -97,7 +97,7 @@ def test_question_entities_do_not_say_whether_a_name_is_elsewhere_in_the_knowled
 
 def test_community_titles_and_points_come_from_the_tenants_chunks(clinic):
     from ragclinic.pipeline.reason.graph_steps import admission
-    from ragclinic.pipeline.runner import RunContext
+    from ragclinic.pipeline.context import RunContext
 
     q = "Summarize Project Zephyr across these documents."
     state, _ = clinic.pipeline.ask(q, enforced=ACME, save=False)
@@ -140,7 +140,7 @@ def apart(tmp_path_factory):
 
 def _apart_mapped(c, q: str, enforced):
     from ragclinic.pipeline.reason.graph_steps import admission
-    from ragclinic.pipeline.runner import RunContext
+    from ragclinic.pipeline.context import RunContext
 
     state, _ = c.pipeline.ask(q, enforced=enforced, save=False)
     return community_evidence(c.kb, q, 8, admit=admission(RunContext(c.kb, c.settings, None, None, None), state))

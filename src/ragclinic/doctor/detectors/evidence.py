@@ -4,7 +4,8 @@ whether the answer dealt with them."""
 
 from __future__ import annotations
 
-from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom
+from ragclinic.doctor.symptoms import DETECTORS, Exam
+from ragclinic.types import Symptom
 
 
 @DETECTORS.register("conflicting_evidence")

@@ -6,7 +6,8 @@ language when the doctor writes the note."""
 
 from __future__ import annotations
 
-from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom
+from ragclinic.doctor.symptoms import DETECTORS, Exam
+from ragclinic.types import Symptom
 
 FIX_NO_GRAPH = "build the knowledge graph: ragclinic ingest DOCS --kb DIR --graph"
 FIX_NO_MATCH = "no community of the graph matched the question; ask with the words the documents use, or raise " \
@@ -19,7 +20,7 @@ class GlobalNoCommunity:
 
     def detect(self, exam: Exam) -> Symptom | None:
         span = exam.trace.span("gate") if exam.trace is not None else None
-        g = (span.outputs.get("graph") if span is not None else None) or {}
+        g = (span.output.graph if span is not None and span.output is not None else None) or {}
         kind = g.get("kind", "specific")
         if kind == "specific":
             return Symptom(self.name, 0.0, self.layer, "a specific question: chunks are the right evidence")

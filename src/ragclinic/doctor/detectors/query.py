@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom, clamp
+from ragclinic.doctor.symptoms import DETECTORS, Exam, clamp
+from ragclinic.types import Symptom
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.lang import detect_language
 from ragclinic.text.support import content_terms

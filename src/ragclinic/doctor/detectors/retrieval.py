@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom, clamp
+from ragclinic.doctor.symptoms import DETECTORS, Exam, clamp
+from ragclinic.types import Symptom
 from ragclinic.pipeline.gate.evidence import comparison_sides, decisive, threshold
 from ragclinic.text.support import content_terms, coverage, numbers
 

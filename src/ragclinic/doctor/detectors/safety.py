@@ -9,7 +9,8 @@ naming the documents and places and never the instruction itself, and for any pa
 
 from __future__ import annotations
 
-from ragclinic.doctor.symptoms import DETECTORS, Exam, Symptom
+from ragclinic.doctor.symptoms import DETECTORS, Exam
+from ragclinic.types import Symptom
 from ragclinic.pipeline.scope.instructions import RULES as REMOVAL_RULES
 from ragclinic.text.injection import find_instructions
 from ragclinic.verify.instructions import detector_for

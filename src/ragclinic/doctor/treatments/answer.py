@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragclinic.doctor.detectors.faithfulness import rule_risk
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.text.lang import language_of

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.types import AskState
 from ragclinic.registry import Registry
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change
 
 

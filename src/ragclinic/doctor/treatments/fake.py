@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import Change
 from ragclinic.types import AskState
 

@@ -4,7 +4,8 @@ said. Without a graph there is nothing to re-run: the doctor names the fix (``in
 
 from __future__ import annotations
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 
 

@@ -7,7 +7,8 @@ import math
 from collections import Counter
 from dataclasses import replace
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.text.lang import language_of
 from ragclinic.text.analyzer import analyze

@@ -3,7 +3,8 @@ diversify the context across documents."""
 
 from __future__ import annotations
 
-from ragclinic.doctor.symptoms import Exam, Symptom
+from ragclinic.doctor.symptoms import Exam
+from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.pipeline.gate.evidence import is_model_judge
 

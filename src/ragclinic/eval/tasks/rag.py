@@ -196,9 +196,9 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
         doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
         if first.at is not None:
             doc["ttft_ms"] = round(first.at, 1)  # the answer streams before the examination
-        extra = {"symptoms": [s["name"] for s in res.symptoms], "outcome": res.summary["outcome"],
-                 "symptom_layers": {s["name"]: s["layer"] for s in res.symptoms},
-                 "repairs": [r["treatment"] for r in res.repairs if r["accepted"]]}
+        extra = {"symptoms": [s.name for s in res.symptoms], "outcome": res.summary["outcome"],
+                 "symptom_layers": {s.name: s.layer for s in res.symptoms},
+                 "repairs": [r.treatment for r in res.repairs if r.accepted]}
     else:
         base = _arm(seen.answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (

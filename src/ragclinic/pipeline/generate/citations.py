@@ -18,7 +18,7 @@ from ragclinic.pipeline.generate.structured import Item
 from ragclinic.text.lang import detect_language
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, lexical_support, numbers
-from ragclinic.types import Claim, Passage
+from ragclinic.types import Citation, Claim, Passage
 from ragclinic.verify import cheap, task_threshold
 from ragclinic.verify.answer_check import backing
 from ragclinic.verify.base import SHORT_ANSWER_TERMS, judge_text
@@ -221,3 +221,8 @@ def _judged(judge, claim: str, pool: Sequence[Passage], settings, budget: int):
             if judge.judge("contradiction", best.chunk.text, claim) >= settings.claim_threshold_judge:
                 verdict = "contradicted"
     return verdict, score, best, by, budget
+
+
+def citation_of(p: Passage) -> Citation:
+    """The citation of a passage, as the answer lists it."""
+    return Citation(p.n, p.chunk.id, p.chunk.doc_id, p.chunk.text, p.doc.path, p.doc.title)
