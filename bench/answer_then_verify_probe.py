@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ragclinic.config import Settings
 from ragclinic.eval.datasets import load
-from ragclinic.eval.metrics import answer_correct
+from ragclinic.text.answers import answer_correct
 from ragclinic.models.factory import create_language_model
 from ragclinic.models.judge import LogitJudge
 from ragclinic.models.llm import Message

@@ -82,7 +82,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     from ragclinic.config import Settings
     from ragclinic.eval.answer_form import form_violations
-    from ragclinic.eval.metrics import answer_correct
+    from ragclinic.text.answers import answer_correct
     from ragclinic.eval.tasks.naive import naive_messages, refused, MAX_TOKENS
     from ragclinic.models.factory import create_language_model
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from ragclinic.config import Settings  # noqa: E402
 from ragclinic.debugger import Debugger, Expectation  # noqa: E402
 from ragclinic.debugger.base import locate  # noqa: E402
-from ragclinic.eval.metrics import answer_correct  # noqa: E402
+from ragclinic.text.answers import answer_correct  # noqa: E402
 from ragclinic.ingest.runner import ingest  # noqa: E402
 from ragclinic.models.fake_llm import ScriptedLanguageModel  # noqa: E402
 from ragclinic.pipeline.runner import Pipeline  # noqa: E402

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragclinic.eval.metrics import (answer_correct, bootstrap_delta, classification, expected_calibration_error,
-                                    normalise)
+from ragclinic.eval.metrics import bootstrap_delta, classification, expected_calibration_error
+from ragclinic.text.answers import answer_correct, normalise
 
 
 def test_normalise_case_punctuation_width_and_numbers():

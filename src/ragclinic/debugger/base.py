@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragclinic.errors import RagclinicError
-from ragclinic.eval.metrics import answer_correct
+from ragclinic.text.answers import answer_correct
 from ragclinic.types import AskRequest, AskState
 from ragclinic.trace.model import LAYERS, Trace
 from ragclinic.types import Chunk, Hit, Passage

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ragclinic.eval.answer_form import form_violations
-from ragclinic.eval.metrics import answer_correct
+from ragclinic.text.answers import answer_correct
 from ragclinic.models.llm import LanguageModel, Message
 from ragclinic.text.lang import detect_language
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.datasets import QAItem
-from ragclinic.eval.metrics import answer_correct, bootstrap_delta
+from ragclinic.eval.metrics import bootstrap_delta
+from ragclinic.text.answers import answer_correct
 
 PASSAGES = 5
 EXAMPLES = 5  # answers shown per arm for the form violations and the constraint contradictions
