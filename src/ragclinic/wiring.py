@@ -13,11 +13,16 @@ own. ``Parts(settings)`` builds each part on first use and keeps it::
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from ragclinic.config import Settings
 from ragclinic.errors import ModelError
+from ragclinic.graph import sync as graph_sync
+from ragclinic.ingest.result import IngestAborted, IngestResult
+from ragclinic.ingest.runner import ingest
 from ragclinic.models.embedder import Embedder
 from ragclinic.models.factory import create_embedder, create_language_model
 from ragclinic.models.judge import Judge
@@ -143,6 +148,42 @@ class Parts:
             lm = self.lm
             self._pipeline = pipeline(self.kb, lm, self._flags)
         return self._pipeline
+
+    def ingest(self, paths: Iterable[Path], *, via: Callable[..., IngestResult] | None = None,
+               on_graph_progress=None, **run: Any) -> IngestResult:
+        """``paths`` ingested (``via``: another ingest with the same arguments, e.g. on Ray) under the knowledge
+        base's write lock, then its graph brought up to date; an aborted ingest (``strict``) that made the folder
+        removes it again. ``run``: ingest.runner.ingest's options."""
+        new_folder = not self.settings.kb.exists()
+        kb = self.kb_for_writing()
+        self.changed()  # the next question sees the new version
+        kb.lock()
+        try:
+            result = (via or ingest)(kb, list(paths), **run)
+            self.sync_graph(on_progress=on_graph_progress, result=result)
+            return result
+        except IngestAborted:
+            if new_folder:
+                self.close()
+                shutil.rmtree(self.settings.kb, ignore_errors=True)
+            raise
+        finally:
+            kb.unlock()
+
+    def sync_graph(self, mode: str | None = None, *, on_progress=None, result: IngestResult | None = None):
+        """The knowledge graph brought up to date with the chunks (``mode`` or the ``graph`` setting; None keeps
+        the KB's; none: nothing to do) → GraphSyncResult, also put on ``result.graph``. The caller holds the
+        write lock."""
+        kb = self.kb
+        mode = mode or self.settings.graph or None
+        if not mode and not graph_sync.enabled(kb):
+            return None
+        model = self.lm if (mode or graph_sync.mode_of(kb)) == "model" else None
+        done = graph_sync.sync(kb, mode, model=model, on_progress=on_progress)
+        self.changed()
+        if result is not None:
+            result.graph = done.to_json()
+        return done
 
     def changed(self) -> None:
         """The knowledge base was written (an ingest, a graph sync): the next question gets a new pipeline."""

@@ -88,7 +88,7 @@ def test_bad_usage_exits_2(kb_dir, tmp_path):
 def test_from_eval_diagnoses_the_answer_the_doctor_kept(tmp_path):
     from dataclasses import replace
 
-    from ragclinic.debugger.from_eval import diagnose_eval
+    from ragclinic.eval.diagnose import diagnose_eval
     from ragclinic.pipeline.runner import Pipeline
     from ragclinic.trace.store import save_trace
 

@@ -210,9 +210,9 @@ def chat_cmd(
             # a pronoun is resolved from the earlier questions (the ambiguity step); an ellipsis ("and in
             # 2023?") is asked together with the previous question
             asked = f"{previous} {q}" if previous and len(q.split()) <= 4 and not refers_back(q) else q
-            q = Question(asked, pairs, doctor, cache=False, interactive=True, conversation=tuple(history[-4:]),
-                         owner=local_user())
-            seen = clinic.answer(q, on_token=_printer(), reply=_reply)
+            turn = Question(asked, pairs, doctor, cache=False, interactive=True, conversation=tuple(history[-4:]),
+                            owner=local_user())
+            seen = clinic.answer(turn, on_token=_printer(), reply=_reply)
             _print_reused(seen.payload)
             history.append(asked)
             out.print()

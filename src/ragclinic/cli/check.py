@@ -20,8 +20,8 @@ def check_cmd(json_out: bool = JsonOption) -> None:
 
     `--json` prints {"ok": bool, "checks": [{"name", "ok", "detail", "seconds"}]}.
     """
-    from ragclinic.config import Settings
-    from ragclinic.clinic.health import run_checks
+    from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.clinic.health import run_checks  # on use: when the command runs (fast --help)
 
     settings = Settings.load(None)
     results = []

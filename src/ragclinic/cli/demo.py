@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragclinic.cli.ingest import print_summary, ingest_with_progress
+from ragclinic.cli.ask import print_repairs, print_sources
 from ragclinic.cli.base import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
 
@@ -32,8 +33,8 @@ def demo(
 ) -> None:
     """Write the demo corpus (PDF, DOCX, HTML, Markdown, GBK text; English and Chinese), ingest it, and ask
     four sample questions (one the corpus cannot answer, one compound question the doctor repairs)."""
-    from ragclinic.clinic import Clinic
-    from ragclinic.demo.corpus import write_demo_corpus
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
+    from ragclinic.demo.corpus import write_demo_corpus  # on use: when the command runs (fast --help)
 
     paths = write_demo_corpus(folder)
     warn = None if json_out else (lambda m: out.print(f"[yellow]warning:[/] {escape(m)}"))
@@ -58,8 +59,7 @@ def demo(
 
 
 def _ask(clinic: Clinic, quiet: bool) -> list[dict]:
-    from ragclinic.cli.ask import print_repairs, print_sources
-    from ragclinic.demo.corpus import QUESTIONS
+    from ragclinic.demo.corpus import QUESTIONS  # on use: when the command runs (fast --help)
 
     answers = []
     for q in QUESTIONS:
@@ -101,7 +101,7 @@ def _brief(d: dict) -> dict:
 
 def _preview(base: KnowledgeBase, query: str, k: int = 2) -> list[dict]:
     """Top chunks from each index: shows both indexes answer."""
-    from ragclinic.text.analyzer import analyze
+    from ragclinic.text.analyzer import analyze  # on use: when the command runs (fast --help)
 
     tokens = analyze(query, base.settings.lexical_stem)
     found = [("lexical", rid, s) for rid, s in base.lexical().search(tokens, k)]

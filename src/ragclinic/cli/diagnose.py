@@ -15,6 +15,7 @@ from ragclinic.cli.ask import LlmOption, ScopeOption, open_clinic
 from ragclinic.cli.ingest import parse_pairs
 from ragclinic.cli.base import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
+from ragclinic.cli.progress import progress_bar
 
 _STYLE = {"ok": "green", "fault": "bold red", "not_reached": "dim"}
 
@@ -84,16 +85,16 @@ def _print_diagnosis(d) -> None:
 
 
 def _trace_model(kb: Optional[Path], trace_id: str) -> Optional[str]:
-    from ragclinic.clinic import Clinic
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
 
     with Clinic.open(kb, sync_indexes=False) as c:
         return c.trace(trace_id).settings.get("llm")
 
 
 def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
-    from ragclinic.clinic import Clinic
-    from ragclinic.debugger.latency import latency_profile
-    from ragclinic.trace.store import list_traces
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
+    from ragclinic.debugger.latency import latency_profile  # on use: when the command runs (fast --help)
+    from ragclinic.trace.store import list_traces  # on use: when the command runs (fast --help)
 
     with Clinic.open(kb, sync_indexes=False) as c:
         trace = c.trace(trace_id)
@@ -118,8 +119,7 @@ def _latency(kb: Optional[Path], trace_id: str, json_out: bool) -> None:
 
 
 def _from_eval(folder: Path, llm: Optional[str], limit: int, json_out: bool) -> None:
-    from ragclinic.cli.progress import progress_bar
-    from ragclinic.debugger.from_eval import diagnose_eval, refresh_report
+    from ragclinic.eval.diagnose import diagnose_eval, refresh_report  # on use: the evaluation harness
 
     with progress_bar(json_out) as tick:
         res = diagnose_eval(folder, llm, limit=limit, progress=tick,

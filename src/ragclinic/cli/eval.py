@@ -99,9 +99,9 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
     if not address:
         yield None
         return
-    from ragclinic.config import Settings
-    from ragclinic.scale.ray_eval import RayEval
-    from ragclinic.scale.runtime import connected
+    from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.scale.ray_eval import RayEval  # on use: when the command runs (fast --help)
+    from ragclinic.scale.runtime import connected  # on use: when the command runs (fast --help)
 
     with connected(address, workers if address == "auto" else 0):
         yield RayEval(workers, Settings.load(None, llm=llm).llm)
@@ -110,7 +110,7 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
 def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str], ray: bool = False,
              rerank: bool = False):
     """The loaded dataset and the --arms (as row keys) after every usage check; the skipped records listed."""
-    from ragclinic.eval.datasets import load
+    from ragclinic.eval.datasets import load  # on use: when the command runs (fast --help)
 
     if task not in TASKS:
         raise fail(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
@@ -140,9 +140,9 @@ def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
 
 
 def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False, ray=None):
-    from ragclinic.config import Settings
-    from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval
-    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic import wiring  # on use: the store and the models
+    from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.eval.tasks.retrieval import qa_as_retrieval, run_retrieval  # on use: the evaluation harness
 
     if data.kind == "qa":  # question → its own passage
         kb_dir = kb_dir or _default_kb(Path(data.source))
@@ -150,7 +150,7 @@ def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False, ray=None):
     else:
         corpus = Path(data.source) / "corpus.jsonl"
     settings = Settings.load(kb_dir or _default_kb(corpus), llm=llm or "none")
-    base = KnowledgeBase.open(settings, create=True)
+    base = wiring.open_kb(settings, create=True)
     try:
         judge = _judge(settings) if rerank else None
         return run_retrieval(data, base, corpus, limit=limit, progress=tick, rerank=rerank, judge=judge, ray=ray)
@@ -161,12 +161,12 @@ def _retrieval(data, kb_dir, limit, llm, tick, rerank: bool = False, ray=None):
 def _judge(settings):
     """The judge the settings name (the learned verifier by default; ``llm`` loads the language model), or
     None when it is word overlap only."""
-    from ragclinic.clinic import LOAD, Clinic
-    from ragclinic.pipeline.gate.evidence import is_model_judge
+    from ragclinic import wiring  # on use: the store and the models
+    from ragclinic.pipeline.gate.evidence import is_model_judge  # on use: the pipeline
 
-    clinic = Clinic(settings, model=LOAD if settings.llm != "none" and settings.judge == "llm" else None,
-                    on_warning=_warn)
-    return clinic.judge if is_model_judge(clinic.judge) else None
+    lm = wiring.language_model(settings, _warn)[0] if settings.llm != "none" and settings.judge == "llm" else None
+    judge = wiring.judge(settings, lm)
+    return judge if is_model_judge(judge) else None
 
 
 def _warn(message: str) -> None:
@@ -174,8 +174,8 @@ def _warn(message: str) -> None:
 
 
 def _detection(data, limit, llm, tick):
-    from ragclinic.config import Settings
-    from ragclinic.eval.tasks.detection import run_detection
+    from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.eval.tasks.detection import run_detection  # on use: when the command runs (fast --help)
 
     # --llm names the judge's model, as before: the language model's yes/no judge (the learned verifier is not
     # consulted by the faithfulness check, see docs/verifier.md); without it, the rules alone
@@ -203,8 +203,8 @@ def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[st
 def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = (), ray=None):
     """rag (mode baseline | doctor | ab | arms; ``noise`` = the settings) and doctor (mode faults; ``noise`` =
     the faults): the same runner, checkpoint and report."""
-    from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics
-    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag
+    from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics  # on use: the harness
+    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag  # on use: the harness
 
     settings_ = [x.strip() for x in noise.split(",") if x.strip()]
     for x in settings_:
@@ -217,12 +217,12 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     if not todo:
         raise fail(f"no item of {data.source} can carry {noise!r} (faults need answering passages; noise and "
                    "missing need negative ones, counterfactual wrong ones)")
-    from ragclinic.clinic import Clinic
-    from ragclinic.config import Settings
+    from ragclinic import wiring  # on use: the store and the models
+    from ragclinic.config import Settings  # on use: pydantic settings
 
     settings = Settings.load(None, llm=llm)
-    # one model for every case (each case has its own clinic); with --ray, one per worker instead
-    lm = Clinic(settings, on_warning=_warn).lm if ray is None else None
+    # one model for every case (each case has its own parts); with --ray, one per worker instead
+    lm = wiring.language_model(settings, _warn)[0] if ray is None else None
     checkpoint = None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -232,9 +232,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
                             "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor")))})
     shared = None
     if kb_dir is not None:  # items without their own documents are answered from this knowledge base
-        from ragclinic.store.kb import KnowledgeBase
-
-        shared = KnowledgeBase.open(Settings.load(kb_dir, llm=settings.llm))
+        shared = wiring.open_kb(Settings.load(kb_dir, llm=settings.llm))
     try:
         rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
                        shared_kb=shared, progress=tick, arms=arms, ray=ray)
@@ -254,7 +252,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         if mode == "faults":
             result["faults"] = fault_metrics(rows)
     if out_dir:
-        from ragclinic.eval.report import write_rag_report
+        from ragclinic.eval.report import write_rag_report  # on use: when the command runs (fast --help)
 
         write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
@@ -262,7 +260,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
 
 def _arms_result(rows: list[dict], arms: tuple[str, ...], seed: int) -> dict:
     """Metrics per arm; doctor − baseline as `delta` (as --ab has it); every arm − naive as `delta_vs_naive`."""
-    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics
+    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics  # on use: when the command runs (fast --help)
 
     out: dict = {"arms": list(arms), "metrics": {a: arm_metrics(rows, a) for a in arms}}
     if "baseline" in arms and "doctor" in arms:
@@ -295,7 +293,7 @@ def _ratio(x: str) -> bool:
 
 def _default_kb(source: Path) -> Path:
     """One knowledge base per corpus (a BEIR corpus.jsonl, or a QA file) under the cache folder."""
-    from ragclinic.config import Settings
+    from ragclinic.config import Settings  # on use: pydantic settings
 
     digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
     name = source.parent.name if source.name == "corpus.jsonl" else source.stem
@@ -310,7 +308,7 @@ def _table(result: dict) -> None:
     for arm in metrics:
         t.add_column(arm, justify="right")
     names = list(dict.fromkeys(k for m in metrics.values() for k in m))
-    from ragclinic.eval.report import count_text
+    from ragclinic.eval.report import count_text  # on use: when the command runs (fast --help)
 
     for k in names:
         t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else count_text(m[k]) if isinstance(m.get(k), dict)

@@ -60,12 +60,12 @@ def ingest_cmd(
 
     Exit code 0 when every file was ingested or unchanged, 1 when some failed (each is listed with its reason).
     """
-    from ragclinic.clinic import Clinic
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
 
     tags = parse_pairs(tag, "--tag")
     extra: dict = {"causal_links": True} if causal else {}
     if graph is not None:
-        from ragclinic.graph.sync import check_mode
+        from ragclinic.graph.sync import check_mode  # on use: when the command runs (fast --help)
 
         extra["graph"] = check_mode(graph)
     clinic = Clinic.open(kb, max_file_size=max_file_size, embedder=embedder, sync_indexes=False, **extra)
@@ -105,8 +105,8 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
 
 def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: bool,
                          tags: dict[str, str] | None = None, reparse: bool = False, **ray) -> IngestResult:
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # on use: rich's progress bars
+                               TimeElapsedColumn, TimeRemainingColumn)
 
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]

@@ -21,7 +21,7 @@ app.add_typer(kb_app, name="kb")
 
 def _open(kb: Optional[Path]) -> KnowledgeBase:
     """The knowledge base of a (model-less) Clinic: these commands read and tag the store only."""
-    from ragclinic.clinic import Clinic
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
 
     return Clinic.open(kb).kb
 
@@ -122,7 +122,7 @@ def graph(kb: Optional[Path] = KbOption, json_out: bool = JsonOption,
                                                       "networkx, igraph)."),
           top: int = typer.Option(15, "--top", min=1, help="Top entities listed.")) -> None:
     """The knowledge graph (`ingest --graph`): size, top entities, communities, one entity's neighbourhood."""
-    from ragclinic.graph.inspect import export_graphml, report as graph_report
+    from ragclinic.graph.inspect import export_graphml, report as graph_report  # on use: the graph
 
     base = _open(kb)
     try:

@@ -14,7 +14,7 @@ class progress_bar:  # noqa: N801 - used as a context manager, like open()
     def __enter__(self):
         if self.quiet:
             return lambda done, total: None
-        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # on use: rich's progress bars
 
         self.bar = Progress(TextColumn("evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                             TimeRemainingColumn(), console=err, transient=True)

@@ -53,11 +53,11 @@ def serve_cmd(
     try:
         import uvicorn
 
-        from ragclinic.server.app import create_app
-        from ragclinic.server.auth import Keys
+        from ragclinic.server.app import create_app  # on use: when the command runs (fast --help)
+        from ragclinic.server.auth import Keys  # on use: when the command runs (fast --help)
     except ImportError as e:
         raise fail(f"the server is an optional extra ({e.name} is missing): {INSTALL}") from None
-    from ragclinic.config import Settings
+    from ragclinic.config import Settings  # on use: pydantic settings
 
     keys = Keys(api_key)
     if not _loopback(host) and not keys.required:
@@ -83,7 +83,7 @@ SHUTDOWN_GRACE_S = 5
 
 def _hosts(settings, host: str, allowed_host: List[str], keys) -> list[str]:
     """The Host names the server answers: the setting's, --host's (unless a wildcard) and each --allowed-host."""
-    from ragclinic.server.guard import bind_hosts
+    from ragclinic.server.guard import bind_hosts  # on use: when the command runs (fast --help)
 
     hosts = list(dict.fromkeys([*settings.allowed_hosts, *(h.lower() for h in bind_hosts(host, allowed_host))]))
     if "*" in hosts and not keys.required:  # any Host name answered without a key: DNS rebinding is open again

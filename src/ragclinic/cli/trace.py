@@ -21,7 +21,7 @@ app.add_typer(trace_app, name="trace")
 
 
 def _open(kb: Optional[Path]) -> Clinic:
-    from ragclinic.clinic import Clinic
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
 
     return Clinic.open(kb, sync_indexes=False)
 
@@ -33,7 +33,7 @@ def list_cmd(kb: Optional[Path] = KbOption, limit: int = typer.Option(20, "--lim
              all_: bool = typer.Option(False, "--all", help="Include the doctor's and debugger's re-runs."),
              json_out: bool = JsonOption) -> None:
     """The most recent queries, newest first (re-runs with --all, or --round ID)."""
-    from ragclinic.trace.store import list_traces
+    from ragclinic.trace.store import list_traces  # on use: when the command runs (fast --help)
 
     with _open(kb) as clinic:
         rows = list_traces(clinic.kb.db, limit, round_id, reruns=all_)
@@ -57,7 +57,7 @@ def show_cmd(trace_id: Optional[str] = typer.Argument(None, help="Trace id (or a
              json_out: bool = JsonOption) -> None:
     """One trace: a timeline of the layers, what each produced, and every model call. With --round ID (a root
     trace's id is its round's id): the whole path of one question, trace after trace."""
-    from ragclinic.trace.store import list_traces
+    from ragclinic.trace.store import list_traces  # on use: when the command runs (fast --help)
 
     if (trace_id is None) == (round_id is None):
         raise fail("give a trace id, or --round ID")

@@ -17,7 +17,6 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -30,8 +29,7 @@ from ragclinic.config import Settings
 from ragclinic.debugger import Debugger, Expectation
 from ragclinic.doctor import Doctor
 from ragclinic.errors import OutsideScope, RagclinicError
-from ragclinic.graph import sync as graph_sync
-from ragclinic.ingest.runner import IngestAborted, ingest
+from ragclinic.ingest.result import IngestAborted
 from ragclinic.limits import check_request
 from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
@@ -133,40 +131,19 @@ class Clinic:
         ``graph`` setting, ``ingest --graph``), the graph is brought up to date after the commit
         (``on_graph_progress(done, total)`` chunks); ``.graph`` holds what that did."""
         paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-        new_folder = not self.settings.kb.exists()
-        kb = self.parts.kb_for_writing()
-        self.parts.changed()  # the next question sees the new version
-        kb.lock()
+        run = dict(sync=sync, strict=strict, tags=dict(tags or {}), reparse=reparse, on_progress=on_progress)
+        via = (lambda kb, found, **opts: ingest_on_ray(kb, found, ray, ray_workers, **opts)) if ray else None
         try:
-            run = dict(sync=sync, strict=strict, tags=dict(tags or {}), reparse=reparse, on_progress=on_progress)
-            if ray:
-                result = ingest_on_ray(kb, [Path(p) for p in paths], ray, ray_workers, **run)
-            else:
-                result = ingest(kb, [Path(p) for p in paths], **run)
-            self.sync_graph(on_progress=on_graph_progress, result=result)
-            return result
+            return self.parts.ingest([Path(p) for p in paths], via=via, on_graph_progress=on_graph_progress, **run)
         except IngestAborted:
-            if new_folder:
-                self.close()
-                shutil.rmtree(self.settings.kb, ignore_errors=True)
+            self._clarified.close()
             raise
-        finally:
-            kb.unlock()
 
     def sync_graph(self, mode: str | None = None, *, on_progress=None, result=None):
         """Bring the knowledge graph up to date with the chunks (docs/graph.md): ``mode`` (or the ``graph``
         setting) sets or changes the KB's graph mode; None keeps it (no graph: nothing to do). The caller holds
         the write lock (``ingest`` does). → ``GraphSyncResult`` (also put on ``result.graph`` when given)."""
-        kb = self.kb
-        mode = mode or self.settings.graph or None
-        if not mode and not graph_sync.enabled(kb):
-            return None
-        model = self.lm if (mode or graph_sync.mode_of(kb)) == "model" else None
-        done = graph_sync.sync(kb, mode, model=model, on_progress=on_progress)
-        self.parts.changed()
-        if result is not None:
-            result.graph = done.to_json()
-        return done
+        return self.parts.sync_graph(mode, on_progress=on_progress, result=result)
 
     # ------------------------------------------------------------------ questions
     def ask(self, question: str, scope: dict[str, str] | None = None, doctor: bool = True,

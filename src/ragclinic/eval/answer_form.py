@@ -33,6 +33,9 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from ragclinic.pipeline.gate import templates
+from ragclinic.pipeline.generate import constraint_check
+
 _REFUSAL_KEYS = ("no_evidence", "no_hits", "one_side", "clarify", "false_premise")
 FIXED_REFUSALS = ("文档中没有提到。", "文档中没有提到", "The documents do not say.", "The documents do not say",
                   "insufficient information", "信息不足")
@@ -105,9 +108,6 @@ def _readable(text: str) -> str:
 def _exempt_patterns() -> tuple[re.Pattern, ...]:
     """The refusal and clarification templates, in both languages, with their {placeholders} as wildcards (read
     from where the pipeline keeps them, so that a reworded template is not missed)."""
-    from ragclinic.pipeline.gate import templates
-    from ragclinic.pipeline.generate import constraint_check
-
     texts = [lang[key] for lang in templates._TEXT.values() for key in _REFUSAL_KEYS]
     texts += list(constraint_check._WHY.values()) + list(constraint_check._ABSENT.values())
     return tuple(re.compile(".+?".join(re.escape(p) for p in re.split(r"\{\w+\}", t)), re.S) for t in texts)

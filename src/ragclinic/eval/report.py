@@ -15,22 +15,22 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ragclinic.doctor.symptoms import DETECTORS
+
 
 def layer_of(name: str, row: dict[str, Any]) -> str:
     """The layer a symptom points at: as the row recorded it, else as its detector declares."""
     if name in row.get("symptom_layers", {}):
         return row["symptom_layers"][name]
-    from ragclinic.doctor.symptoms import DETECTORS
-
     return DETECTORS.create(name).layer if name in DETECTORS.names() else "unknown"
 
 
 def _plt():
     os.environ.setdefault("MPLBACKEND", "Agg")
-    import matplotlib
+    import matplotlib  # on use: matplotlib (heavy), only when a report is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # on use: matplotlib (heavy), only when a report is drawn
 
     return plt
 
@@ -125,7 +125,7 @@ def _fault_tables(faults: dict[str, Any]) -> list[str]:
 
 def write_html(md_path: Path) -> Path:
     """report.md rendered to a standalone report.html (the plots load from the same folder)."""
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # on use: only when a report is written
 
     body = MarkdownIt("commonmark").enable("table").render(md_path.read_text(encoding="utf-8"))
     html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>ragclinic evaluation</title><style>"

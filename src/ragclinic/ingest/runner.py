@@ -71,10 +71,10 @@ class _Failure:
     whole_file: bool = True
 
 
-_END = object()
+END = object()  # what a producer puts last (scale/ray_ingest.py's producer too)
 
 
-class _Producer(threading.Thread):
+class Producer(threading.Thread):
     def __init__(self, kb: KnowledgeBase, files: list[Path], out: queue.Queue, tags: dict[str, str],
                  reparse: bool = False) -> None:
         super().__init__(daemon=True, name="ragclinic-parse")
@@ -111,7 +111,7 @@ class _Producer(threading.Thread):
         finally:
             if worker is not None:
                 isolate.give_back(worker)
-            self.put(_END)
+            self.put(END)
 
     def _worker(self) -> isolate.ParseWorker | None:
         """The parse worker for this run (isolate.py), or None: parse here, without a time limit."""
@@ -305,7 +305,7 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     run_id = kb.db.start_run()
     q: queue.Queue = queue.Queue(maxsize=256)
     if backend is None:
-        producer = _Producer(kb, files, q, dict(tags or {}), reparse)
+        producer = Producer(kb, files, q, dict(tags or {}), reparse)
         writer = _Writer(kb, result)
     else:
         producer = backend.producer(kb, files, q, dict(tags or {}), reparse)
@@ -334,13 +334,13 @@ def ingest(kb: KnowledgeBase, paths: list[str | Path], *, sync: bool = False, st
     return result
 
 
-def _consume(q, producer: _Producer, writer: _Writer, result: IngestResult, strict: bool,
+def _consume(q, producer: Producer, writer: _Writer, result: IngestResult, strict: bool,
              on_progress, total: int, clean: Callable[[str], str] = str) -> None:
     producer.start()
     files_done, done, expected = 0, 0, total
     while True:
         item = q.get()
-        if item is _END:
+        if item is END:
             break
         if isinstance(item, _Expect):
             expected += item.documents - 1

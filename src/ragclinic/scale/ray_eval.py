@@ -11,9 +11,15 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ragclinic import wiring
+from ragclinic.config import Settings
+from ragclinic.eval.tasks.rag import run_case
+from ragclinic.eval.tasks.retrieval import rank_queries
+from ragclinic.scale.ray_ingest import RayBackend
 from ragclinic.scale.runtime import cluster_cpus, require_ray, worker_env
 
 RETRIES = 2
@@ -21,30 +27,20 @@ RETRIES = 2
 
 class _Ranker:
     def __init__(self, settings) -> None:
-        from ragclinic.store.kb import KnowledgeBase
-
-        self.kb = KnowledgeBase.open(settings)
+        self.kb = wiring.open_kb(settings)
 
     def rank(self, names: list[str], queries: dict[str, str], depth: int) -> dict:
-        from ragclinic.eval.tasks.retrieval import rank_queries
-
         return rank_queries(self.kb, names, queries, depth)
 
 
 class _CaseWorker:
     def __init__(self, llm: str, threads: int) -> None:
-        from ragclinic.clinic import Clinic
-        from ragclinic.config import Settings
-
-        self.lm = Clinic(Settings.load(None, llm=llm, llm_threads=threads)).lm if llm != "none" else None
+        self.lm = wiring.language_model(Settings.load(None, llm=llm, llm_threads=threads))[0] if llm != "none" \
+            else None
 
     def run(self, case, base_settings: dict, doctor: bool, shared_kb: str | None, kb_root: str | None,
             arms: tuple[str, ...]) -> dict:
-        from ragclinic.config import Settings
-        from ragclinic.eval.tasks.rag import run_case
-        from ragclinic.store.kb import KnowledgeBase
-
-        shared = KnowledgeBase.open(Settings.load(Path(shared_kb), llm=base_settings.get("llm"))) if shared_kb else None
+        shared = wiring.open_kb(Settings.load(Path(shared_kb), llm=base_settings.get("llm"))) if shared_kb else None
         try:
             return run_case(case, self.lm, base_settings, doctor, shared, Path(kb_root) if kb_root else None, arms)
         finally:
@@ -62,13 +58,9 @@ class RayEval:
         self.llm = llm
 
     def ingest_backend(self, kb):
-        from ragclinic.scale.ray_ingest import RayBackend
-
         return RayBackend(kb.settings, self.workers)
 
     def rank(self, settings, names: list[str], queries: dict[str, str], depth: int) -> dict[str, tuple[dict, float]]:
-        import time
-
         ray = self.ray
         cls = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Ranker)
         actors = [cls.options(runtime_env=worker_env()).remote(settings) for _ in range(self.workers)]

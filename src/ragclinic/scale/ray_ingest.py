@@ -24,9 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ragclinic.ingest.runner import _END, _Producer, failure_of, file_events
+from ragclinic import wiring
+from ragclinic.ingest.runner import END, Producer, failure_of, file_events, ingest
 from ragclinic.native import in_layer
-from ragclinic.scale.runtime import cluster_cpus, require_ray, worker_env
+from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
+from ragclinic.scale.runtime import cluster_cpus, connected, require_ray, worker_env
 
 RETRIES = 3  # restarts of a dead worker, and retries of the call it was running
 IN_FLIGHT = 2  # files being parsed per worker (one running, one queued)
@@ -37,12 +39,9 @@ class _Worker:
     """One Ray worker: the parser, chunker and embedder of a knowledge base's settings, loaded once."""
 
     def __init__(self, settings) -> None:
-        from ragclinic.models.factory import create_embedder
-        from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
-
         self.settings = settings
         self.chunker = Chunker(settings, TOKEN_COUNTERS.create("e5"))
-        self.embedder = create_embedder(settings.embedder)
+        self.embedder = wiring.embedder(settings)
 
     def info(self) -> tuple[str, int]:
         e = self.embedder
@@ -116,7 +115,7 @@ class RayEmbedder:
         raise NotImplementedError("the Ray embedder embeds passages for ingest; queries are embedded locally")
 
 
-class _RayProducer(_Producer):
+class _RayProducer(Producer):
     """The local producer's reading and skipping, with parsing and chunking on the workers, results in file order."""
 
     def __init__(self, backend: RayBackend, kb, files, q: queue.Queue, tags, reparse) -> None:
@@ -149,7 +148,7 @@ class _RayProducer(_Producer):
         except BaseException as e:  # surfaced by the consumer
             self.error = e
         finally:
-            self.put(_END)
+            self.put(END)
 
     def _drain(self, pending: deque, keep: int) -> None:
         """Put the oldest files' results until at most ``keep`` are in flight (so the order stays the files')."""
@@ -161,9 +160,6 @@ class _RayProducer(_Producer):
 def ingest_on_ray(kb, paths: Sequence[Path], address: str, workers: int = 0, **kwargs):
     """``ingest.runner.ingest`` with the Ray backend, on the cluster at ``address`` (``auto``: a local runtime
     with ``workers`` CPUs)."""
-    from ragclinic.ingest.runner import ingest
-    from ragclinic.scale.runtime import connected
-
     with connected(address, workers if address == "auto" else 0):
         backend = RayBackend(kb.settings, workers)
         try:

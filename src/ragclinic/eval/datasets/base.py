@@ -6,6 +6,7 @@ wrong) and skipped; the load fails only when nothing usable is left.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,8 +167,6 @@ def read_records(path: Path, col: Collector):
 
 def read_lines(path: Path):
     """(line number, parsed JSON or the JSON error) for each non-empty line."""
-    import json
-
     if not path.is_file():
         raise DatasetError(f"{path}: no such file (give the path of the dataset file)")
     with open(path, encoding="utf-8") as f:

@@ -23,6 +23,8 @@ from typing import Any
 
 from ragclinic.eval.datasets import QAItem
 from ragclinic.eval.tasks.rag import PASSAGES, Case, arm_ok
+from ragclinic.text.lang import detect_language
+from ragclinic.text.support import content_terms
 
 FAULTS = ("clean", "noise", "missing", "counterfactual", "injected", "ambiguous")
 # The symptoms a fault should raise (any of them counts as detected).
@@ -61,8 +63,6 @@ def fault_cases(items: list[QAItem], faults: list[str], seed: int) -> list[Case]
 
 
 def _build(it: QAItem, fault: str, rng: random.Random) -> tuple[tuple[str, ...], str] | None:
-    from ragclinic.text.lang import detect_language
-
     lang = "zh" if detect_language(it.question) == "zh" else "en"
     pos = it.documents[:PASSAGES]
     if not pos:
@@ -90,9 +90,6 @@ def ambiguous_rewrite(question: str) -> str:
     ("第一届进博会在哪里举办？" → "它在哪里举办？", "When was the Eiffel Tower completed?" → "When was it
     completed?"); "" when the question has no subject to replace that way (the item then has no
     ambiguous case)."""
-    from ragclinic.text.lang import detect_language
-    from ragclinic.text.support import content_terms
-
     if detect_language(question) == "zh":
         # the subject is what precedes the first of 的, a copula or a preposition: "…的导演", "…在哪里", "…是谁"
         m = _ZH_LINK.search(question, 2)

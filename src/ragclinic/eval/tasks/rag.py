@@ -12,6 +12,7 @@ kept under ``kbs/`` there, so its traces open with ``ragclinic trace show ID --k
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -24,10 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragclinic import wiring
+from ragclinic.config import Settings
+from ragclinic.doctor import Doctor
 from ragclinic.eval.answer_form import form_violations
-from ragclinic.eval.datasets import QAItem
+from ragclinic.eval.datasets import DatasetError, QAItem
 from ragclinic.eval.metrics import bootstrap_delta
 from ragclinic.text.answers import answer_correct
+from ragclinic.eval.tasks.naive import naive_arm
+from ragclinic.limits import check_request
 
 PASSAGES = 5
 EXAMPLES = 5  # answers shown per arm for the form violations and the constraint contradictions
@@ -74,18 +80,27 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
     return out
 
 
-def _item_clinic(tmp: Path, docs: tuple[str, ...], base_settings, lm):
-    """A clinic over a knowledge base of the item's own passages (one text file each), with ``lm``."""
-    from ragclinic.clinic import Clinic
-
+def _item_parts(tmp: Path, docs: tuple[str, ...], base_settings, lm) -> wiring.Parts:
+    """The parts over a knowledge base of the item's own passages (one text file each), with ``lm``."""
     root = tmp / "docs"
     root.mkdir(parents=True)
     for i, d in enumerate(docs):
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
-    c = Clinic.open(tmp / "kb", model=lm, **{**base_settings, "embedder": "none", "retriever": "lexical",
-                                              "top_k": PASSAGES, "context_k": PASSAGES})
-    c.ingest(root)
-    return c
+    settings = Settings.load(tmp / "kb", **{**base_settings, "embedder": "none", "retriever": "lexical",
+                                            "top_k": PASSAGES, "context_k": PASSAGES})
+    parts = wiring.Parts(settings, model=lm)
+    parts.ingest([root])
+    return parts
+
+
+def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token):
+    """(answer, DoctorResult or None, trace): the question asked of the doctor, or of the plain pipeline."""
+    check_request(parts.settings, question, None)
+    if doctor:
+        result = Doctor(parts.pipeline).ask(question, {}, on_token=on_token)
+        return result.answer, result, result.trace
+    state, trace = parts.pipeline.ask(question, {}, on_token=on_token)
+    return state.answer, None, trace
 
 
 def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None) -> dict[str, Any]:
@@ -129,8 +144,6 @@ class _FirstToken:
 
 def case_dir(key: str) -> str:
     """A folder name for a case key ("12|0.4" → "12_0.4-1a2b3c"; the hash keeps "a b" and "a_b" apart)."""
-    import hashlib
-
     return re.sub(r"[^\w.-]+", "_", key)[:60] + "-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:6]
 
 
@@ -154,13 +167,9 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
 
 
 def _naive(case: Case, lm) -> dict[str, Any] | None:
-    from ragclinic.eval.tasks.naive import naive_arm
-
     if not case.documents:
         return None  # answered from a shared knowledge base: there is no "every passage" to put in a prompt
     if lm is None:
-        from ragclinic.eval.datasets import DatasetError
-
         raise DatasetError("the naive arm needs a language model (--llm local or local-small)")
     return naive_arm(lm, case.asked, case.documents, case.item.answers, case.item.fake_answers)
 
@@ -171,27 +180,24 @@ def _item_marks(item: QAItem) -> dict[str, Any]:
 
 
 def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
-    from ragclinic.clinic import Clinic
-
     if not case.documents and shared_kb is None:
-        from ragclinic.eval.datasets import DatasetError
-
         raise DatasetError(f"item {case.item.id} brings no documents: pass --kb to answer it from a knowledge base")
     with tempfile.TemporaryDirectory() as d:
         where = Path(d)
         if kb_root is not None and case.documents:
             where = kb_root / case_dir(case.key)
             shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
-        clinic = (_item_clinic(where, case.documents, base_settings, lm) if case.documents else
-                  Clinic.around(shared_kb, model=lm))
-        with clinic:
+        parts = (_item_parts(where, case.documents, base_settings, lm) if case.documents else
+                 wiring.Parts(shared_kb.settings, model=lm, kb=shared_kb))
+        try:
             t0 = time.perf_counter()
             first = _FirstToken()
-            seen = clinic.consult(case.asked, doctor=doctor, on_token=first, cache=False)
+            answer, res, trace = _consult(parts, case.asked, doctor, first)
             total = (time.perf_counter() - t0) * 1000
-    trace, extra, doc = seen.trace, {}, None
+        finally:
+            parts.close()
+    extra, doc = {}, None
     if doctor:
-        res = seen.result
         base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at)
         doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"])
         doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
@@ -201,7 +207,7 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
                  "symptom_layers": {s.name: s.layer for s in res.symptoms},
                  "repairs": [r.treatment for r in res.repairs if r.accepted]}
     else:
-        base = _arm(seen.answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
+        base = _arm(answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
     return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}

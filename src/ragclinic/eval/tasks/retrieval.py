@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.eval.datasets import DatasetError, Doc, Loaded, RetrievalSet
+from ragclinic.ingest.runner import ingest
+from ragclinic.pipeline.retrieve import create_retriever
+from ragclinic.pipeline.retrieve.rerank import rerank as judge_rerank
 
 MEASURES = ("nDCG@10", "R@1", "R@5", "R@10", "R@100", "RR@10")
 RETRIEVERS = ("lexical", "dense", "hybrid")
@@ -27,10 +30,8 @@ def run_retrieval(data: Loaded, kb, corpus_path: Path, *, limit: int = 0, depth:
                   progress: Callable[[int, int], None] | None = None, ray=None) -> dict[str, Any]:
     """``ray``: a scale.ray_eval.RayEval — the corpus is ingested on its workers and the queries are shared out
     among them (the metrics are the same: retrieval is deterministic)."""
-    import ir_measures
-    from ir_measures import Qrel, ScoredDoc
-
-    from ragclinic.ingest.runner import ingest
+    import ir_measures  # on use: ir_measures (pandas, heavy), only for this task
+    from ir_measures import Qrel, ScoredDoc  # on use: as above
 
     kb.lock()
     try:
@@ -60,9 +61,6 @@ def rank_queries(kb, names: list[str], queries: dict[str, str], depth: int, judg
                  progress: Callable[[int, int], None] | None = None) -> dict[str, tuple[dict, float]]:
     """Per retriever: ({query id: {document key: score}}, seconds). A document's score is its best chunk's rank
     from the end; its key is its record key (the BEIR ``_id``)."""
-    from ragclinic.pipeline.retrieve import create_retriever
-    from ragclinic.pipeline.retrieve.rerank import rerank as judge_rerank
-
     keys = dict(kb.db.conn.execute("SELECT doc_id, record_key FROM documents"))
     total, done, out = len(names) * len(queries), 0, {}
     for name in names:

@@ -10,9 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ragclinic.debugger.base import LAYERS, Expectation
+from ragclinic import wiring
+from ragclinic.config import Settings
+from ragclinic.debugger import LAYERS, Debugger, Expectation
 from ragclinic.errors import RagclinicError
+from ragclinic.eval.report import write_rag_report
 from ragclinic.eval.tasks.rag import arm_ok
+from ragclinic.trace.store import load_trace
 
 
 def failed_rows(folder: Path) -> tuple[list[dict[str, Any]], str]:
@@ -36,10 +40,6 @@ def diagnose_eval(folder: Path, llm: str | None = None, *, limit: int = 0,
                   warn: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The debugger over an eval run's failed items, each in its own knowledge base, with ``llm`` or else the
     model the run used (loaded once per model and shared by the items' clinics)."""
-    from ragclinic.clinic import Clinic
-    from ragclinic.config import Settings
-    from ragclinic.pipeline.runner import load_language_model
-
     all_bad, arm = failed_rows(folder)
     bad = all_bad[:limit] if limit else all_bad
     items, counts, loaded = [], Counter(), {}
@@ -47,16 +47,7 @@ def diagnose_eval(folder: Path, llm: str | None = None, *, limit: int = 0,
         if progress:
             progress(i, len(bad))
         try:
-            with Clinic.open(Path(row["kb"]), sync_indexes=False) as probe:
-                name = llm or probe.trace(row[arm]["trace_id"]).settings.get("llm", "none")
-            if name not in loaded:
-                loaded[name], _ = load_language_model(Settings.load(None, llm=name), warn)
-            with Clinic.open(Path(row["kb"]), model=loaded[name], sync_indexes=False) as c:
-                trace = c.trace(row[arm]["trace_id"])
-                kept = (trace.doctor or {}).get("answer_trace_id")  # the doctor's root trace → the answer it kept
-                expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
-                          Expectation(tuple(tuple(a) for a in row["expected"])))
-                d = c.diagnose(trace_id=kept if kept and kept != trace.id else trace.id, expect=expect)
+            d = _diagnose_row(row, arm, llm, loaded, warn)
         except RagclinicError as e:
             items.append({"key": row["key"], "question": row["question"], "verdict": "error", "summary": str(e)})
             counts["error"] += 1
@@ -73,14 +64,31 @@ def diagnose_eval(folder: Path, llm: str | None = None, *, limit: int = 0,
             "examples": examples, "items": items}
 
 
+def _diagnose_row(row: dict[str, Any], arm: str, llm: str | None, loaded: dict, warn):
+    """The debugger's diagnosis of one failed row, on its knowledge base, with ``llm`` or the model it ran with
+    (``loaded``: the models loaded so far, by name)."""
+    settings = Settings.load(Path(row["kb"]))
+    kb = wiring.open_kb(settings, sync_indexes=False)
+    try:
+        trace = load_trace(kb.db, row[arm]["trace_id"])
+        name = llm or trace.settings.get("llm", "none")
+        if name not in loaded:
+            loaded[name], _ = wiring.language_model(Settings.load(None, llm=name), warn)
+        parts = wiring.Parts(kb.settings, model=loaded[name], kb=kb)
+        kept = (trace.doctor or {}).get("answer_trace_id")  # the doctor's root trace → the answer it kept
+        expect = (Expectation(expect_refusal=True) if row["expect_refusal"] else
+                  Expectation(tuple(tuple(a) for a in row["expected"])))
+        return Debugger(parts.pipeline).diagnose(expect, trace_id=kept if kept and kept != trace.id else trace.id)
+    finally:
+        kb.close()
+
+
 def refresh_report(folder: Path, diagnosis: dict[str, Any]) -> None:
     """Save the diagnosis beside the run and re-write its report with a faults-per-layer section and plot."""
     (folder / "diagnosis.json").write_text(json.dumps(diagnosis, ensure_ascii=False, indent=2), encoding="utf-8")
     results = folder / "results.json"
     if not results.is_file() or json.loads(results.read_text(encoding="utf-8")).get("task") not in ("rag", "doctor"):
         return
-    from ragclinic.eval.report import write_rag_report
-
     rows = []
     for line in (folder / "items.jsonl").read_text(encoding="utf-8").splitlines():
         try:
