@@ -14,6 +14,8 @@ from ragclinic.debugger.graph import probe_graph
 from ragclinic.debugger.search import probe_retrieve, probe_scope
 from ragclinic.debugger.source import probe_chunk, probe_parse
 from ragclinic.errors import RagclinicError
+from ragclinic.trace.store import load_trace
+from ragclinic.debugger.source import gold_documents
 
 PROBES: dict[str, Callable[[Case], LayerReport]] = {
     "parse": probe_parse, "chunk": probe_chunk, "retrieve": probe_retrieve,
@@ -59,7 +61,6 @@ class Debugger:
                  trace_id: str | None = None) -> Diagnosis:
         """Explain the answer of ``trace_id`` (or of asking ``question`` now, without the doctor)."""
         if trace_id:
-            from ragclinic.trace.store import load_trace
 
             trace = load_trace(self.pipeline.kb.db, trace_id)
         elif question:
@@ -67,7 +68,6 @@ class Debugger:
         else:
             raise RagclinicError("give a question (--question) or a trace id (--trace) to diagnose")
         if expect.gold_doc:
-            from ragclinic.debugger.source import gold_documents
 
             if not gold_documents(self.pipeline.kb.db, expect.gold_doc):
                 raise RagclinicError(f"--gold-doc {expect.gold_doc!r} names no document of this knowledge base; "

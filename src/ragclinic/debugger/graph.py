@@ -12,6 +12,7 @@ from __future__ import annotations
 from ragclinic.debugger.base import Case, LayerReport, fault, ok
 from ragclinic.graph.extract import normalise
 from ragclinic.pipeline.reason.graph import question_entities
+from ragclinic.graph.sync import enabled
 
 FIX_ENTITY = ("the fast extractor takes capitalised names, acronyms, two-word noun phrases and jieba's proper nouns "
               "for entities; re-ingest with --graph model to have the language model extract typed entities")
@@ -22,7 +23,6 @@ FIX_MAPPED = "the community holding it was not among those mapped: raise graph_c
 
 
 def probe_graph(case: Case) -> LayerReport | None:
-    from ragclinic.graph.sync import enabled
 
     kb = case.kb
     if not enabled(kb):

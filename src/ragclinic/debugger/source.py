@@ -11,6 +11,9 @@ from ragclinic.debugger.base import Case, LayerReport, around, fault, locate_any
 from ragclinic.debugger.raw import raw_text
 from ragclinic.text.support import content_terms
 from ragclinic.types import Chunk, Hit
+from pathlib import Path
+from ragclinic.types import Scope
+from ragclinic.types import AskRequest, AskState
 
 _DOC_COLS = ("doc_id", "path", "record_key", "title", "mtime", "tags", "text")
 
@@ -22,7 +25,6 @@ def documents(db, where: str = "", args: tuple = ()) -> list[dict[str, Any]]:
 
 def gold_documents(db, ref: str) -> list[dict[str, Any]]:
     """Documents a --gold-doc reference names (doc id, source path — relative paths resolved —, record key)."""
-    from pathlib import Path
 
     resolved = str(Path(ref).resolve()) if Path(ref).exists() else ref
     ids = {d["doc_id"] for d in db.find_documents(resolved) or db.find_documents(ref)}
@@ -62,8 +64,6 @@ def probe_parse(case: Case) -> LayerReport:
 def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
     """Documents whose raw source states the answer, among those a search for the question and the answer
     ranks first (reading every raw file of a large knowledge base would take too long)."""
-    from ragclinic.types import Scope
-    from ragclinic.types import AskRequest, AskState
 
     search = AskRequest(case.trace.query + " " + " ".join(answers), Scope(), top_k=30, retriever="lexical")
     found, _ = case.pipeline.run_layer("retrieve", AskState(search), scope_newest_version=False)

@@ -17,6 +17,7 @@ from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.types import AskState, Symptom
 from ragclinic.registry import Registry
 from ragclinic.trace.model import Trace
+from ragclinic.doctor.lexicon import lexicon_of
 
 TIERS = ("rules", "small", "model")
 
@@ -61,7 +62,6 @@ class Exam:
     def lexicon(self):
         """How many chunks use a word (doctor/lexicon.py): the tenant's chunks for a request that enforces a
         tenant, else the whole lexical index; None when the knowledge base has none. Made once per exam."""
-        from ragclinic.doctor.lexicon import lexicon_of
 
         if self._lexicon is None:
             self._lexicon = lexicon_of(self.kb, self.state.request.enforced) or False

@@ -8,6 +8,7 @@ from typing import Any
 from ragclinic.errors import StoreError
 from ragclinic.store.db import Database
 from ragclinic.trace.model import Trace
+from dataclasses import replace
 
 
 def save_trace(db: Database, trace: Trace) -> None:
@@ -64,7 +65,6 @@ def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, r
 def add_feedback(db: Database, trace_id: str, entry: dict[str, Any]) -> int:
     """Append a rating to a trace's record; how many it now has."""
     trace = load_trace(db, trace_id)
-    from dataclasses import replace
 
     kept = replace(trace, feedback=trace.feedback + (entry,))
     save_trace(db, kept)

@@ -13,6 +13,7 @@ from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.text.lang import language_of
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.support import content_terms
+from ragclinic.pipeline.reason.ambiguity import clarifying_question as ask_back
 
 
 def key_terms(exam: Exam, texts: list[str], n: int) -> list[str]:
@@ -143,7 +144,6 @@ _KINDS = {"senses": "polysemy", "reference": "reference", "short": "incomplete",
 
 def clarifying_question(question: str, symptom: Symptom) -> str:
     """One short question back, naming the alternatives (pipeline/reason/ambiguity.py's templates)."""
-    from ragclinic.pipeline.reason.ambiguity import clarifying_question as ask_back
 
     kind = _KINDS.get(symptom.data.get("kind", "short"), "incomplete")
     return ask_back(question, kind, symptom.data.get("word", ""), [s["title"] for s in symptom.data.get("senses", [])])

@@ -13,6 +13,7 @@ from ragclinic.pipeline.generate.structured import render as render_reply
 from ragclinic.pipeline.reason.graph import point_excerpt
 from ragclinic.types import AskState
 from ragclinic.text.lang import language_of
+from ragclinic.models.judge import relevance_threshold
 
 
 def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft]) -> tuple[str, str]:
@@ -69,7 +70,6 @@ def model_declined(drafts: list[Draft], text: str) -> bool:
 
 def selection(ctx, state: AskState, passages):
     """Context selection (generate/select.py) for a model generator, when on; None = the passages whole."""
-    from ragclinic.models.judge import relevance_threshold
 
     s = ctx.settings
     if not s.context_select or state.request.show_relevance or getattr(ctx.generator, "name", "") != "llm":

@@ -15,6 +15,7 @@ from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput, n
 from ragclinic.text.lang import language_of
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms
+from ragclinic.pipeline.reason.graph import point_excerpt
 
 
 @GENERATORS.register("extractive")
@@ -63,7 +64,6 @@ def _is_community(p) -> bool:
 
 def _points(inp: GenerateInput) -> list[tuple[int, str]]:
     """A global answer without a model: each community passage's points (the map step's sentences)."""
-    from ragclinic.pipeline.reason.graph import point_excerpt
 
     out = []
     for p in inp.passages:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from ragclinic.models.llm import Message
 from ragclinic.pipeline.generate.base import GenerateInput, number_of
+from pathlib import PurePath
+from ragclinic.text.lang import language_of
 
 _FIELDS = {
     "short": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
@@ -70,7 +72,6 @@ def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
 
 def _named(p) -> bool:
     """A title worth its tokens: not the file name over again ("p2", "notes") nor the passage's own first words."""
-    from pathlib import PurePath
 
     t = (p.doc.title or "").strip()
     if not t or t == PurePath(p.doc.path or "").stem:
@@ -79,6 +80,5 @@ def _named(p) -> bool:
 
 
 def is_zh(text: str) -> bool:
-    from ragclinic.text.lang import language_of
 
     return language_of(text) == "zh"

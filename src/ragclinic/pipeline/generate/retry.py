@@ -15,6 +15,7 @@ from ragclinic.pipeline.generate.draft import answer_again
 from ragclinic.types import AskState
 from ragclinic.types import Passage
 from ragclinic.verify import cheap
+from ragclinic.models.judge import relevance_threshold
 
 
 def retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, drafts: list[Draft],
@@ -90,7 +91,6 @@ def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
 
 def _verified_passages(ctx, state: AskState, failed_claims) -> tuple[Passage, ...]:
     """The passages the verifier found sufficient, best first (at most 3), without those the failed answer cited."""
-    from ragclinic.models.judge import relevance_threshold
 
     need = relevance_threshold(ctx.judge, ctx.settings.gate_threshold_judge)
     used = {n for c in failed_claims for n in c.cited}

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from ragclinic.store.causal import links_in, links_of
 from ragclinic.text.support import content_terms
 from ragclinic.types import Hit
+from ragclinic.text.causal import extract, sentences
 
 CAUSE_QUESTION = re.compile(r"^\s*why\b|\bwhat (caused|causes|led to|leads to)\b|\breasons?\b|\bdue to what\b|"
                             r"为什么|为何|原因|什么导致|怎么会", re.I)
@@ -182,7 +183,6 @@ def passage_links(kb, passages: Sequence) -> list[dict]:
     rules take ~0.1 ms a sentence, so a plain knowledge base gets the direction check too)."""
     if enabled(kb):
         return links_of(kb.db.conn, [p.chunk.id for p in passages])
-    from ragclinic.text.causal import extract
 
     return [{"cause": lk.cause, "effect": lk.effect, "sentence": lk.sentence, "chunk_id": p.chunk.id,
              "doc_id": p.chunk.doc_id, "hedged": lk.hedged, "cue": lk.cue}
@@ -197,7 +197,6 @@ def fix_direction(text: str, links: Sequence[dict], n_of: dict[str, int]) -> tup
     """``text`` with every sentence that states a passage's link backwards ("accidents caused the icy roads" over
     "icy roads caused accidents") replaced by the passage's own sentence, cited; and what was replaced. A link the
     passages state both ways (a conflict, a feedback loop) is left as the model wrote it."""
-    from ragclinic.text.causal import extract, sentences
 
     out, fixed = [], []
     for sent in sentences(text):

@@ -12,12 +12,15 @@ from ragclinic.pipeline.reason import graph as graph_path
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.types import AskState
 from ragclinic.types import Hit, Passage
+from ragclinic.graph.sync import enabled
+from ragclinic.pipeline.scope.instructions import sanitize
+from ragclinic.verify.instructions import detector_for
+from ragclinic.text.lang import language_of
 
 
 def expand_passages(ctx, state: AskState, passages: list[Passage]) -> dict | None:
     """Graph expansion (reason/graph.py) for a question that is not global, in a KB with a graph: the chunks 1–2
     hops from the entities it names join ``passages`` (marked ``graph``); → the scope span's record."""
-    from ragclinic.graph.sync import enabled
 
     s, q = ctx.settings, state.request.question
     if not s.graph_expand or not enabled(ctx.kb) or graph_path.classify(q, s.graph_global_threshold).kind == "global":
@@ -68,8 +71,6 @@ class Admission:
 def _clean(ctx, hit: Hit, doc) -> Hit | None:
     """The chunk with planted instructions cut out, as the scope layer does for searched chunks; None when nothing
     else is left."""
-    from ragclinic.pipeline.scope.instructions import sanitize
-    from ragclinic.verify.instructions import detector_for
 
     if not ctx.settings.strip_instructions:
         return hit
@@ -96,7 +97,6 @@ def global_step(ctx, state: AskState, decision, scored):
     """Global and mixed questions (reason/graph.py) in a KB with a graph: the map step over the most relevant
     communities gives passages citing their chunks — a global question is answered from them alone, a mixed one
     from them and the chunks. → (decision, passages, the gate span's ``graph`` record)."""
-    from ragclinic.graph.sync import enabled
 
     s, q = ctx.settings, state.request.question
     scope_of = graph_path.classify(q, s.graph_global_threshold)
@@ -136,7 +136,6 @@ def with_points(ctx, state: AskState, text: str, claims, flags: list[str]):
     """A global answer lists the map step's points it rests on, each cited (a small model's reduce names two or
     three of them; the list keeps the breadth the communities gave). Points the answer already quotes are not
     repeated. The claims are checked again on the whole text."""
-    from ragclinic.text.lang import language_of
 
     seen = " ".join(text.split())
     lines = []

@@ -17,6 +17,12 @@ from ragclinic.store.tables import list_tables
 from ragclinic.text.lang import language_of
 from ragclinic.tools.calculator import ToolError
 from ragclinic.types import Claim, Hit, Passage
+from ragclinic.text.support import content_terms
+from ragclinic.tools.sql import run_sql
+from ragclinic.pipeline.scope.instructions import sanitize
+from ragclinic.verify.instructions import detector_for
+from ragclinic.pipeline.retrieve import create_retriever
+from ragclinic.pipeline.scope.filters import resolve
 
 PLAN_TOKENS = 200
 ANSWER_TOKENS = 120
@@ -45,7 +51,6 @@ def tables_in_scope(kb, passages, question: str) -> list[dict]:
     """The SQL tables of the passages' documents (passages are already inside the scope and the key's tenant)
     that share a content word with the question (in their title, column names or the passages' text), in the
     passages' order."""
-    from ragclinic.text.support import content_terms
 
     docs = list(dict.fromkeys(p.chunk.doc_id for p in passages))
     if not docs:
@@ -199,7 +204,6 @@ def _template(rec: Record, sources: tuple[int, ...], zh: bool) -> str:
 
 
 def _sample(ctx, name: str, tables: list[dict]) -> list[tuple]:
-    from ragclinic.tools.sql import run_sql
 
     try:
         return list(run_sql(ctx.kb.db.path, f'SELECT * FROM "{name}" LIMIT 2', {t["name"] for t in tables}).rows)
@@ -240,8 +244,6 @@ def _cite_table(ctx, state, name: str, tables: list[dict], passages: list[Passag
 def _clean(ctx, hit: Hit, doc) -> Hit | None:
     """The chunk with planted instructions cut out (scope/instructions.py), None when nothing else is left: the
     model reads what the tools bring in as it reads the scope layer's passages."""
-    from ragclinic.pipeline.scope.instructions import sanitize
-    from ragclinic.verify.instructions import detector_for
 
     if not ctx.settings.strip_instructions:
         return hit
@@ -249,8 +251,6 @@ def _clean(ctx, hit: Hit, doc) -> Hit | None:
 
 
 def _search(ctx, state, query: str, passages: list[Passage]) -> list[Passage]:
-    from ragclinic.pipeline.retrieve import create_retriever
-    from ragclinic.pipeline.scope.filters import resolve
 
     req = state.request
     res = resolve(ctx.kb.db, req.scope, newest_only=ctx.settings.scope_newest_version)

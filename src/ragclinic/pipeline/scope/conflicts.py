@@ -19,6 +19,9 @@ from collections.abc import Sequence
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, coverage
 from ragclinic.types import Conflict, Passage
+from ragclinic.verify import cheap, task_threshold
+from ragclinic.verify.answer_check import answer_part
+from ragclinic.verify.constraints import check_all
 
 _YEAR_OR_DATE = re.compile(r"\b(?:1[5-9]\d\d|20\d\d)(?:-\d\d-\d\d)?\b|\d{4}年(?:\d{1,2}月(?:\d{1,2}日)?)?")
 _NUM_UNIT = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)\s*(%|[A-Za-z]+|[\u4e00-\u9fff])")
@@ -99,9 +102,6 @@ def _verified_conflict(judge, question: str, sa: str, sb: str, passage_b: str, a
     """The verifier's contradiction head, asked whether passage B contradicts A's answer sentence — only for two
     sentences that both meet the question's constraints (the same year, ordinal, title) and give different
     numbers to a question that asks for one. (kind, (values A, values B)) or None."""
-    from ragclinic.verify import cheap, task_threshold
-    from ragclinic.verify.answer_check import answer_part
-    from ragclinic.verify.constraints import check_all
 
     if not cheap(judge) or any(c.verdict != "found" for c in check_all(question, sa) + check_all(question, sb)):
         return None
