@@ -39,8 +39,8 @@ SEED = 20
 
 def leiden():
     try:
-        import igraph
-        import leidenalg
+        import igraph  # on use: the graph extra
+        import leidenalg  # on use: the graph extra
     except ImportError:
         raise ConfigError("the knowledge graph needs leidenalg and igraph: pip install -e '.[graph]'") from None
     return igraph, leidenalg

@@ -189,7 +189,7 @@ def chinese_entities(sentence: str) -> list[tuple[str, str]]:
 
 def _posseg():
     jieba_handle()
-    import jieba.posseg
+    import jieba.posseg  # on use: loads jieba's part-of-speech dictionary
 
     return jieba.posseg
 

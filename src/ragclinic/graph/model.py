@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from ragclinic.graph.communities import extractive_summary
 from ragclinic.graph.extract import _describe, extract_chunks, normalise
 from ragclinic.models.llm import Message
 from ragclinic.store.graph import ChunkGraph, Mention, Point, Relation
@@ -170,8 +171,6 @@ SUMMARY_SYSTEM = ("You summarise what numbered sentences say about a group of re
 def summarizer(model):
     """(title, names, points) → (summary, model id): the model's summary, its [n] the points' numbers; the
     extractive summary when the reply cites none of them."""
-    from ragclinic.graph.communities import extractive_summary
-
     def summarize(title: str, names: list[str], points: list[Point]) -> tuple[str, str]:
         if not points:
             return extractive_summary(title, points), "extractive"

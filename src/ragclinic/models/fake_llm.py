@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import time
 from collections.abc import Callable, Sequence
 
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback
@@ -70,15 +73,10 @@ class PacedLanguageModel(ScriptedLanguageModel):
 
     def _maybe_crash(self, kind: str) -> None:
         if self.crash_on == kind:
-            import os
-            import signal
-
             os.kill(os.getpid(), getattr(signal, self.crash_signal))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
-        import time
-
         self._maybe_crash("chat")
 
         def paced(piece: str) -> None:

@@ -23,7 +23,7 @@ class PrefixStates:
 
     def save(self, head: tuple[int, ...]) -> None:
         """Keep the KV state of sequence 0, which holds exactly ``head`` (just evaluated from empty)."""
-        import llama_cpp
+        import llama_cpp  # on use: loads llama.cpp
 
         ctx = self.llm._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
@@ -37,7 +37,7 @@ class PrefixStates:
 
     def restore(self, head: tuple[int, ...]) -> bool:
         """Put ``head``'s kept state into the (emptied) cache; False when it is not kept or does not fit."""
-        import llama_cpp
+        import llama_cpp  # on use: loads llama.cpp
 
         data = self._saved.get(head)
         if data is None:

@@ -21,6 +21,7 @@ from ragclinic.errors import ModelError
 from ragclinic.models.fields import decode, plan
 from ragclinic.models.kv_prefix import PrefixStates
 from ragclinic.models.llm import Completion, Message, TokenCallback, candidate_variants
+from ragclinic.models.runtime import load_cpu_backend
 from ragclinic.models.weights import WEIGHTS, WeightSpec, weights_path
 from ragclinic.native import native
 
@@ -32,12 +33,10 @@ _LOAD_LOCK = threading.Lock()
 class LlamaModel:
     def __init__(self, spec: WeightSpec, settings) -> None:
         try:
-            from llama_cpp import Llama
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+            from llama_cpp import Llama  # on use: loads llama.cpp
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter  # on use: loads llama.cpp
         except ImportError as e:  # pragma: no cover - depends on the install
             raise ModelError(f"llama-cpp-python is not installed ({e}); run `make install` or use --llm none") from e
-        from ragclinic.models.runtime import load_cpu_backend
-
         self.backend = load_cpu_backend(getattr(settings, "llm_cpu_variant", ""))  # before the first Llama
         path = weights_path(spec, settings.cache_dir)
         threads = settings.llm_threads or os.cpu_count() or 1
@@ -139,7 +138,7 @@ class LlamaModel:
         return sample
 
     def _gbnf(self, gbnf: str):
-        from llama_cpp import LlamaGrammar
+        from llama_cpp import LlamaGrammar  # on use: loads llama.cpp
 
         if gbnf not in self._grammars:
             self._grammars[gbnf] = LlamaGrammar.from_string(gbnf, verbose=False)
@@ -149,7 +148,7 @@ class LlamaModel:
         """llama.cpp's grammar for ``schema`` (llama-cpp-python converts a JSON schema to GBNF), built once."""
         if not schema:
             return None
-        from llama_cpp import LlamaGrammar
+        from llama_cpp import LlamaGrammar  # on use: loads llama.cpp
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:

@@ -16,7 +16,7 @@ class OpenAIModel:
             raise ModelError("--llm openai needs a model name: set RAGCLINIC_OPENAI_MODEL "
                              "(and RAGCLINIC_OPENAI_BASE_URL for a local server)")
         if client is None:
-            import openai
+            import openai  # on use: ~0.7 s to import, only for --llm openai
 
             key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "not-needed"
             client = openai.OpenAI(base_url=settings.openai_base_url, api_key=key,
@@ -27,7 +27,7 @@ class OpenAIModel:
         self.model_id = f"openai:{settings.openai_model}@{settings.openai_base_url or 'api.openai.com'}"
 
     def _call(self, **kwargs):
-        import openai
+        import openai  # on use: ~0.7 s to import, only for --llm openai
 
         try:
             return self._client.chat.completions.create(model=self._model, **kwargs)

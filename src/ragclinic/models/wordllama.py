@@ -26,8 +26,8 @@ class WordLlamaEmbedder:
         with _lock:
             if self._wl is None:
                 try:
-                    import wordllama
-                    from wordllama import WordLlama
+                    import wordllama  # on use: ~0.3 s, only for the fast embedder
+                    from wordllama import WordLlama  # on use: as above
                 except ImportError as e:  # pragma: no cover - core dependency
                     raise ModelError("wordllama is not installed: pip install wordllama==0.4.0.post1") from e
                 # The default loader looks for weights under a folder name that does not match the

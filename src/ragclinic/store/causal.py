@@ -9,6 +9,8 @@ import json
 import sqlite3
 from collections.abc import Collection, Sequence
 
+from ragclinic.text.causal import extract
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS causal_links (
   doc_id TEXT NOT NULL, chunk_id TEXT NOT NULL, cause TEXT NOT NULL, effect TEXT NOT NULL, cue TEXT NOT NULL,
@@ -20,8 +22,6 @@ CREATE INDEX IF NOT EXISTS causal_links_chunk ON causal_links(chunk_id);
 
 
 def write_links(conn: sqlite3.Connection, doc_id: str, chunks: Sequence) -> int:
-    from ragclinic.text.causal import extract
-
     conn.execute("DELETE FROM causal_links WHERE doc_id = ?", [doc_id])
     rows = [(doc_id, c.id, link.cause, link.effect, link.cue, int(link.hedged), link.sentence)
             for c in chunks for link in extract(c.text)]

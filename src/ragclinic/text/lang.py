@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import opencc
+
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _CJK_RUN = re.compile(_CJK.pattern + "+")
@@ -13,8 +15,6 @@ _LATIN_RUN = re.compile(_LATIN.pattern + "+")
 
 @lru_cache(maxsize=1)
 def _t2s():
-    import opencc
-
     return opencc.OpenCC("t2s")
 
 

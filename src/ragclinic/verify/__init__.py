@@ -1,14 +1,14 @@
 """The Verifier role (issue 13): sufficiency, support and contradiction as calibrated probabilities."""
 
+import ragclinic.verify.fake  # noqa: F401  (importing registers the backends)
+import ragclinic.verify.judge  # noqa: F401
+import ragclinic.verify.learned  # noqa: F401
+from ragclinic.models.judge import JUDGES, LexicalJudge
 from ragclinic.verify.base import VERIFIERS, Verdict, Verifier, sufficiency, task_name
 
 
 def create_verifier(name: str, lm=None) -> Verifier:
     """``learned`` (the shipped heads), ``llm`` (the language model's yes/no logits), ``lexical``, ``fake``."""
-    import ragclinic.verify.fake  # noqa: F401  (importing registers the backends)
-    import ragclinic.verify.judge  # noqa: F401
-    import ragclinic.verify.learned  # noqa: F401
-
     return VERIFIERS.create(name, lm)
 
 
@@ -16,8 +16,6 @@ def create_judge(name: str, lm=None):
     """The judge every layer and the doctor use, by the ``judge`` setting: ``learned`` (the trained verifier; needs
     no language model), ``llm`` (the model's yes/no logits; word overlap without a model), ``lexical``, or any
     other registered Judge or Verifier."""
-    from ragclinic.models.judge import JUDGES, LexicalJudge
-
     if name == "lexical" or (name == "llm" and lm is None):
         return LexicalJudge()
     if name in JUDGES.names() and name != "lexical":

@@ -10,12 +10,15 @@ citation and claim checks, the false-premise and conflict checks, the reranker, 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
+from ragclinic.errors import ModelError
 from ragclinic.registry import Registry
+from ragclinic.text.support import content_terms
 
 Task = Literal["relevance", "support", "contradiction"]
 TASKS: tuple[Task, ...] = ("relevance", "support", "contradiction")
@@ -62,8 +65,6 @@ SHORT_ANSWER_TERMS = 4
 
 def judge_text(claim: str, question: str) -> str:
     """A short answer ("Delhi") is judged as an answer to its question; a full sentence stands alone."""
-    from ragclinic.text.support import content_terms
-
     if question and len(content_terms(claim)) < SHORT_ANSWER_TERMS:
         return f'The answer to "{question}" is: {claim}'
     return claim
@@ -78,10 +79,6 @@ def sufficiency(verifier: Verifier, question: str, passages: Sequence[str]) -> V
 def read_pinned(path: Path, sha256: str | None, what: str, target: str, pinned_in: str) -> bytes:
     """The bytes of a shipped weights file, refused (naming the fix) when unreadable or when its sha256 is not the
     pinned one (``sha256`` None: not checked — a file the caller chose)."""
-    import hashlib
-
-    from ragclinic.errors import ModelError
-
     try:
         raw = path.read_bytes()
     except OSError as e:

@@ -13,12 +13,16 @@ window counts.
 
 from __future__ import annotations
 
+import io
 import threading
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
+
+from ragclinic.models.e5_numpy import E5Numpy, Layer
+from ragclinic.verify.base import read_pinned
 
 
 WEIGHTS = "cross-v1.npz"
@@ -59,16 +63,10 @@ def passage_span(ids: list[int], eos: int) -> tuple[int, int]:
 
 @lru_cache(maxsize=1)
 def _base():
-    from ragclinic.models.e5_numpy import E5Numpy
-
     return E5Numpy()
 
 
 def load(path: Path, sha256: str | None) -> dict[str, np.ndarray]:
-    import io
-
-    from ragclinic.verify.base import read_pinned
-
     raw = read_pinned(path, sha256, "cross-encoder weights", "train-cross", "verify/cross.py")
 
     with np.load(io.BytesIO(raw), allow_pickle=False) as z:
@@ -79,8 +77,6 @@ class CrossEncoder:
     """``logit(question, passage)``: the fine-tuned score (before the verifier's calibration)."""
 
     def __init__(self, path: Path | None = None, sha256: str | None = SHA256) -> None:
-        from ragclinic.models.e5_numpy import Layer
-
         path = path or weights_path()
         w = load(path, sha256 if path == weights_path() or sha256 != SHA256 else None)
         self.base = _base()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ragclinic.text.support import coverage, lexical_support
 from ragclinic.verify.base import VERIFIERS, Verdict, task_name
+from ragclinic.verify.instructions import cued
 
 
 @VERIFIERS.register("fake")
@@ -42,8 +43,6 @@ class FakeInstructionDetector:
         self.seen: list[str] = []
 
     def scores(self, sentences):
-        from ragclinic.verify.instructions import cued
-
         self.seen += [s for s in sentences if cued(s)]
         return [0.9 if cued(s) and any(p in s.lower() for p in self.phrases) else 0.0 for s in sentences]
 

@@ -22,6 +22,11 @@ from typing import Protocol
 
 import numpy as np
 
+from ragclinic.errors import ConfigError
+from ragclinic.models.e5 import E5Embedder
+from ragclinic.verify.base import read_pinned
+from ragclinic.verify.head import Head
+
 WEIGHTS = Path(__file__).parent / "weights" / "instructions-v1.json"
 SHA256 = "c965c213852888bc74b97aadb9099ec944c5e7cb6bb9d0ddce77eb802246dca8"  # make train-instructions prints it
 CUES = re.compile(
@@ -52,9 +57,6 @@ class LearnedInstructionDetector:
     model_id = "instructions-v1"
 
     def __init__(self, path: Path = WEIGHTS, sha256: str | None = SHA256, embed=None) -> None:
-        from ragclinic.verify.base import read_pinned
-        from ragclinic.verify.head import Head
-
         raw = read_pinned(path, sha256, "the instruction detector's weights", "train-instructions",
                           "src/ragclinic/verify/instructions.py")
         d = json.loads(raw)
@@ -67,8 +69,6 @@ class LearnedInstructionDetector:
     def _vectors(self, texts: list[str]) -> np.ndarray:
         if self._embed is not None:
             return self._embed(texts)
-        from ragclinic.models.e5 import E5Embedder
-
         return E5Embedder().embed_passages(texts)
 
     def scores(self, sentences: Sequence[str]) -> list[float]:
@@ -101,8 +101,6 @@ def detector_for(setting: str) -> InstructionDetector | None:
     if setting == "rules":
         return None
     if setting != "learned":
-        from ragclinic.errors import ConfigError
-
         raise ConfigError(f"instruction_detector={setting!r}: expected 'learned' or 'rules'")
     with _shared_lock:
         if _shared is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ragclinic.models.judge import LexicalJudge, LogitJudge
 from ragclinic.verify.base import VERIFIERS, Verdict, task_name
 
 
@@ -22,13 +23,9 @@ class JudgeVerifier:
 
 @VERIFIERS.register("llm")
 def _llm(lm) -> JudgeVerifier:
-    from ragclinic.models.judge import LogitJudge
-
     return JudgeVerifier(LogitJudge(lm))
 
 
 @VERIFIERS.register("lexical")
 def _lexical(lm=None) -> JudgeVerifier:
-    from ragclinic.models.judge import LexicalJudge
-
     return JudgeVerifier(LexicalJudge())

