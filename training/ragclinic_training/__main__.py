@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragclinic.models.e5 import shared_e5
 from ragclinic.verify.features import NAMES, extract
 from ragclinic_training.fit import Head, calibrate, ece, fit_logistic, fit_mlp, log_loss
 from ragclinic_training.pairs import Pair, all_pairs
@@ -68,8 +69,6 @@ class CachedE5:
             self.vecs = dict(zip(z["keys"].tolist(), z["vecs"]))
 
     def fill(self, texts: list[str], is_query: bool) -> None:
-        from ragclinic.models.e5 import shared_e5
-
         todo = sorted({t for t in texts if self._key(t, is_query) not in self.vecs})
         m = shared_e5()
         for i in range(0, len(todo), 32):

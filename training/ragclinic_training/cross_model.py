@@ -19,7 +19,7 @@ from ragclinic_training.pairs import Pair
 
 def _torch():
     try:
-        import torch
+        import torch  # on use: the train extra
     except ImportError:  # pragma: no cover - the message is the point
         sys.exit("error: training the cross-encoder needs torch: pip install -e '.[train]' (CPU build)")
     return torch

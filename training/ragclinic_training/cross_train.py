@@ -23,7 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ragclinic.models.e5_numpy import E5Numpy
 from ragclinic.verify.cross import passage_span, windows
+from ragclinic.verify.features import extract
+from ragclinic.verify.learned import LearnedVerifier
+from ragclinic_training.__main__ import CachedE5, _item_threshold, featurise, metrics
 from ragclinic_training.cross_model import _torch, bottom_states, build, export, fit, load_trained, scores
 from ragclinic_training.fit import _sigmoid, log_loss
 from ragclinic_training.pairs import Pair, all_pairs
@@ -79,10 +83,6 @@ def _feature_columns(pairs: list[Pair], e5_cache: Path) -> np.ndarray:
     question's constraints is contradicted in the passage ("the passage is about 2021; the question asks about
     2022") — 82% of such validation pairs are negatives, and the linear blend of two logits alone let the
     cross-encoder's confidence outvote it."""
-    from ragclinic.verify.features import extract
-    from ragclinic.verify.learned import LearnedVerifier
-    from ragclinic_training.__main__ import CachedE5, featurise
-
     head = LearnedVerifier(cross=False).heads["relevance"]
     feats = featurise(pairs, CachedE5(e5_cache))
     logit = head.logit(np.stack([feats[id(p)] for p in pairs]).astype(np.float64))
@@ -148,8 +148,6 @@ def _prepare(a, base, bottom, sub):
 def _calibrate(raw: dict, cols: dict, sub: dict) -> dict:
     """Platt scaling, the blend and the blend with a veto, fitted on validation; the lowest validation log-loss
     is chosen and its threshold set per question."""
-    from ragclinic_training.__main__ import _item_threshold
-
     yv = np.array([p.label for p in sub["val"]], float)
     feat = {s: cols[s][:, 0] for s in cols}
     calib = _fit_linear(raw["val"][:, None], yv)
@@ -168,8 +166,6 @@ def _calibrate(raw: dict, cols: dict, sub: dict) -> dict:
 
 
 def _report(c: dict, sub: dict, history, out: Path, seconds: float) -> dict:
-    from ragclinic_training.__main__ import metrics
-
     ys = np.array([p.label for p in sub["test"]], float)
     pt, t, ft, fp = c["test"], c["threshold"], c["feat_threshold"], c["feat_test"]
     by_kind = {k: {"n": int(m.sum()), "accepted": float((pt[m] >= t).mean()),
@@ -185,8 +181,6 @@ def _report(c: dict, sub: dict, history, out: Path, seconds: float) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ragclinic.models.e5_numpy import E5Numpy
-
     a = _args(argv)
     torch = _torch()
     torch.set_num_threads(2)

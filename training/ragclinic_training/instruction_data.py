@@ -16,13 +16,17 @@ structure training never saw. Nothing here reads SciFact, RGB or the held-out se
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import itertools
 import json
 import random
 import re
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+
+from ragclinic.text.sentences import split_sentences
 
 
 @dataclass(frozen=True)
@@ -253,8 +257,6 @@ _GLUED = re.compile(r"(?<=[a-z0-9\)\"”][.!?])(?=[A-Z])")
 
 
 def _sentences(text: str) -> list[str]:
-    from ragclinic.text.sentences import split_sentences
-
     text = _GLUED.sub(" ", text)
     return [text[a:b].strip() for a, b in split_sentences(text) if 12 <= len(text[a:b].strip()) <= 400]
 
@@ -275,9 +277,6 @@ def halueval_sentences(path: Path, limit: int) -> list[tuple[str, str]]:
 def stdlib_sentences(limit: int = 40000, per_module: int = 60) -> list[tuple[str, str]]:
     """Sentences of the Python standard library's docstrings (PSF licence): documentation that addresses its
     reader ("If you want…", "Return the…", "Use … instead"), as real instruction-shaped negatives."""
-    import ast
-    import sysconfig
-
     root = Path(sysconfig.get_paths()["stdlib"])
     out: list[tuple[str, str]] = []
     files = sorted(f for f in root.rglob("*.py") if not {"test", "tests", "site-packages", "idle_test"} & set(f.parts))

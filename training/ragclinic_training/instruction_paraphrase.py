@@ -19,6 +19,11 @@ import random
 import sys
 from pathlib import Path
 
+from ragclinic.clinic import Clinic
+from ragclinic.config import Settings
+from ragclinic.models.llm import Message
+from ragclinic_training.instruction_data import _en_positives, _zh_positives
+
 PROMPT = ("Paraphrase this sentence, with different words and a different structure but the same meaning. Keep "
           "its language (English stays English, Chinese stays Chinese). Reply with the new sentence only.\n\n"
           "Sentence: {s}")
@@ -43,10 +48,6 @@ def main(argv: list[str] | None = None) -> int:
                     help="zh: Chinese sources with a Chinese prompt (the English one gets them translated)")
     ap.add_argument("--out", type=Path, default=DEFAULT)
     a = ap.parse_args(argv)
-    from ragclinic.clinic import Clinic
-    from ragclinic.config import Settings
-    from ragclinic.models.llm import Message
-    from ragclinic_training.instruction_data import _en_positives, _zh_positives
 
     rnd = random.Random(a.seed)
     sources = (_en_positives(rnd, a.per_lang) if a.lang in ("en", "both") else []) + \

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.verify.instructions import cued
+from ragclinic_training.__main__ import CachedE5
 from ragclinic_training.fit import calibrate, fit_logistic, fit_mlp, log_loss
 from ragclinic_training.instruction_data import build, counts
 
@@ -52,8 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-fpr", type=float, default=0.01)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/instructions-train-e5.npz")
     a = ap.parse_args(argv)
-    from ragclinic_training.__main__ import CachedE5
-
     rows = build(a.cmrc, a.halueval)
     kept = [r for r in rows if cued(r.text)]
     print(json.dumps({"sentences": len(rows), "cued": len(kept), "by": counts(kept)}), file=sys.stderr)

@@ -28,6 +28,7 @@ from pathlib import Path
 from ragclinic.text.lang import is_cjk
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms
+from ragclinic.verify.base import judge_text
 from ragclinic.verify.constraints import constraints
 
 SPLITS = (("train", 0.6), ("val", 0.2), ("test", 0.2))
@@ -251,8 +252,6 @@ def cmrc_pairs(path: Path, seed: int = 13, max_chars: int = 220) -> Iterator[Pai
 
 
 def halueval_pairs(path: Path, seed: int = 13) -> Iterator[Pair]:
-    from ragclinic.verify.base import judge_text
-
     rng = random.Random(seed)
     recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     pool = [(r["question"], r["knowledge"]) for r in recs]
