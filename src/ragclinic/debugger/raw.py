@@ -5,10 +5,14 @@ parsed text against."""
 from __future__ import annotations
 
 import html.parser
+import io
 import json
+import zipfile
 from pathlib import Path
 
 from ragclinic.errors import RagclinicError
+from ragclinic.pipeline.parse.docx import _raw_text
+from ragclinic.pipeline.parse.encoding import decode_bytes
 
 
 def raw_text(path: str, record_key: str = "", settings=None) -> str:
@@ -22,20 +26,11 @@ def raw_text(path: str, record_key: str = "", settings=None) -> str:
     if record_key:
         return _jsonl_record(data, record_key, settings)
     if suffix == ".pdf":
-        import io
-
-        from pdfminer.high_level import extract_text
+        from pdfminer.high_level import extract_text  # on use: pdfminer is heavy and only PDFs need it
 
         return extract_text(io.BytesIO(data))
     if suffix == ".docx":
-        import io
-        import zipfile
-
-        from ragclinic.pipeline.parse.docx import _raw_text
-
         return _raw_text(zipfile.ZipFile(io.BytesIO(data)))
-    from ragclinic.pipeline.parse.encoding import decode_bytes
-
     text = decode_bytes(data).text
     if suffix in (".html", ".htm", ".xhtml"):
         return _html_text(text)

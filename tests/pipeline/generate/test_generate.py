@@ -144,7 +144,7 @@ def test_a_short_answer_whose_number_no_cited_passage_has_is_unsupported_whateve
     """"How many legs does a spider have?" answered "6 [1]" from passages without a 6: never a clean answer."""
     judge = LogitJudge(ScriptedLanguageModel(yes_prob=0.99))
     from ragclinic.pipeline.generate.citations import check_items
-    from ragclinic.pipeline.generate.structured import Item
+    from ragclinic.pipeline.generate.base import Item
 
     claims = check_items([Item("6", (1,))], _passages(), judge, make_settings(), "How many legs does a spider have?")
     assert claims[0].verdict == "unsupported" and claims[0].checked_by.startswith("numbers: 6")
@@ -177,7 +177,7 @@ def test_the_stream_ends_with_exactly_the_answer_the_pipeline_returns(tmp_path):
 def test_a_short_answer_that_only_echoes_the_questions_number_is_unsupported(make_settings):
     """"6" to "第六届立法会有多少个议席？" (the model echoed the ordinal) — however sure the verifier is."""
     from ragclinic.pipeline.generate.citations import check_items
-    from ragclinic.pipeline.generate.structured import Item
+    from ragclinic.pipeline.generate.base import Item
 
     zh = _passages()[:1]
     zh = [dataclasses.replace(zh[0], hit=dataclasses.replace(zh[0].hit, chunk=dataclasses.replace(

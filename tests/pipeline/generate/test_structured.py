@@ -3,8 +3,9 @@ the sentence and its marks, and streaming only the text the user will read."""
 
 from __future__ import annotations
 
-from ragclinic.pipeline.generate.structured import (SCHEMAS, FieldStream, Item, Reply, completion, parse_reply,
-                                                    render, schema_kind)
+from ragclinic.pipeline.generate.base import Item
+from ragclinic.pipeline.generate.structured import (SCHEMAS, FieldStream, Reply, completion, parse_reply, render,
+                                                    schema_kind)
 
 
 def test_schema_kind_short_for_facts_points_for_steps_causes_parts_and_conflicts():

@@ -7,9 +7,15 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ragclinic.models.llm import TokenCallback
-from ragclinic.pipeline.generate.structured import Item
 from ragclinic.registry import Registry
 from ragclinic.types import Conflict, GateDecision, Passage
+
+
+@dataclass(frozen=True)
+class Item:
+    """One claim of the answer: its text (no citation marks) and the passage numbers the model gave for it."""
+    text: str
+    evidence: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.pipeline.generate.structured import Item
+from ragclinic.pipeline.generate.base import Item
 from ragclinic.text.lang import detect_language
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms, lexical_support, numbers

@@ -8,7 +8,8 @@ from dataclasses import replace
 from ragclinic.pipeline.generate.base import Draft, GenerateInput
 from ragclinic.pipeline.generate.citations import check_claims, check_items, declines
 from ragclinic.pipeline.generate.select import select_context
-from ragclinic.pipeline.generate.structured import Item, Reply
+from ragclinic.pipeline.generate.base import Item
+from ragclinic.pipeline.generate.structured import Reply
 from ragclinic.pipeline.generate.structured import render as render_reply
 from ragclinic.pipeline.reason.graph import point_excerpt
 from ragclinic.types import AskState

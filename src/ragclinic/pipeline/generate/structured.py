@@ -21,6 +21,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ragclinic.pipeline.generate.base import Item
+from ragclinic.pipeline.generate.citations import declines
+
 STATUSES = ("answered", "not_in_documents", "conflict")
 _EVIDENCE = {"type": "array", "items": {"type": "integer"}, "maxItems": 3}
 SCHEMAS = {
@@ -35,13 +38,6 @@ SCHEMAS = {
 }
 _MARK = re.compile(r"\s*(?<![A-Za-z0-9_])\[(\d+(?:\s*[,，、]\s*\d+)*)\]")  # not "sys.argv[1]"
 _END = ".。!！?？"
-
-
-@dataclass(frozen=True)
-class Item:
-    """One claim of the answer: its text (no citation marks) and the passage numbers the model gave for it."""
-    text: str
-    evidence: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,8 +70,6 @@ def parse_reply(raw: str, kind: str) -> Reply:
     else:
         items = [_item(data.get("answer", ""), data.get("evidence"))]
     items = [i for i in items if i.text]
-    from ragclinic.pipeline.generate.citations import declines
-
     if status != "not_in_documents" and (not items or all(declines(i.text) for i in items)):
         status = "not_in_documents"  # an empty answer, or one that only says the documents do not say
     return Reply(status, tuple(items), "json")
@@ -108,8 +102,6 @@ def _item(text, evidence) -> Item:
 
 
 def _free_text(raw: str) -> Reply:
-    from ragclinic.pipeline.generate.citations import declines
-
     text = raw.strip()
     if not text or declines(text):
         return Reply("not_in_documents", (), "text")
