@@ -10,7 +10,8 @@ import re
 import pytest
 
 from helpers import BOND_DOCS, build_kb
-from ragclinic.pipeline.runner import Pipeline, load_language_model
+from ragclinic.pipeline.runner import Pipeline
+from ragclinic.wiring import language_model as load_language_model
 
 pytestmark = pytest.mark.slow
 

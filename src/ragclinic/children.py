@@ -4,16 +4,17 @@ on ingesting at full CPU, hold the knowledge base's writer lock or a server's po
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
+import threading
+import time
 
 
 def die_with_parent(parent: int) -> None:
     """End this process with SIGKILL when ``parent`` dies, whatever kills it (``kill -9`` included)."""
     if not _pdeathsig(signal.SIGKILL):
-        import threading
-
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="ragclinic-parent-watch").start()
     if os.getppid() != parent:  # it died before the request above took effect
         os._exit(128 + signal.SIGKILL)
@@ -24,8 +25,6 @@ def _pdeathsig(sig: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(1, int(sig), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -33,8 +32,6 @@ def _pdeathsig(sig: int) -> bool:
 
 
 def _watch_parent(parent: int, every: float = 0.5) -> None:
-    import time
-
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(128 + signal.SIGKILL)

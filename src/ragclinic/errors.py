@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 
 class RagclinicError(Exception):
     """Base class for every error ragclinic raises on purpose."""
@@ -105,8 +108,6 @@ def disk_problem(e: BaseException, where: object = None) -> str:
 def _nearly_full(where: object) -> bool:
     """Under 1 MiB free where the knowledge base is: an error then is the full disk's, whatever it says (tantivy's
     worker threads report "an index writer was killed")."""
-    import shutil
-
     if not where:
         return False
     try:
@@ -117,6 +118,4 @@ def _nearly_full(where: object) -> bool:
 
 def _not_writable(where: object) -> bool:
     """The folder cannot be written (a read-only mount: SQLite then only says "unable to open database file")."""
-    import os
-
     return bool(where) and os.path.isdir(str(where)) and not os.access(str(where), os.W_OK)

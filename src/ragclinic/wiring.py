@@ -27,7 +27,7 @@ from ragclinic.models.embedder import Embedder
 from ragclinic.models.factory import create_embedder, create_language_model
 from ragclinic.models.judge import Judge
 from ragclinic.models.llm import LanguageModel
-from ragclinic.pipeline.generate import GENERATORS, Generator
+from ragclinic.pipeline.generate import Generator, create_generator
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.verify import Verifier, create_judge, create_verifier
@@ -76,11 +76,7 @@ def verifier(name: str, lm: LanguageModel | None = None) -> Verifier:
 
 def generator(settings: Settings, lm: LanguageModel | None) -> Generator:
     """The generator: extractive without a model, else the one the ``generator`` setting names."""
-    if lm is None:
-        return GENERATORS.create("extractive", settings.extractive_sentences)
-    if settings.generator != "llm":
-        return GENERATORS.create(settings.generator)
-    return GENERATORS.create("llm", lm, settings.llm_max_tokens, settings.llm_temperature)
+    return create_generator(settings, lm)
 
 
 def pipeline(kb: KnowledgeBase, lm: LanguageModel | None = None, flags: Iterable[str] = (),

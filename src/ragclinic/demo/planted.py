@@ -68,7 +68,7 @@ def _pdf(path: Path, lang: str, how: str) -> None:
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen import canvas
 
-    from ragclinic.demo.writers import _register_font
+    from ragclinic.demo.writers import _register_font  # on use: beside reportlab, an optional extra
 
     font = _register_font(lang == "zh")
     c = canvas.Canvas(str(path), pagesize=A4)

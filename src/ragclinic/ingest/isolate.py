@@ -29,6 +29,7 @@ from multiprocessing.reduction import ForkingPickler
 from types import MappingProxyType
 
 from ragclinic.errors import ParseError
+from ragclinic.models.process import describe_exit
 
 POLL_S = 0.2  # how often a wait looks at the producer's stop flag
 START_S = 120.0  # a worker that has not imported the parsers by then is not going to
@@ -168,8 +169,6 @@ class ParseWorker:
 
 
 def _exit(code: int | None) -> str:
-    from ragclinic.models.service import describe_exit
-
     return describe_exit(code)
 
 

@@ -15,10 +15,11 @@ from multiprocessing.connection import Connection
 
 
 def serve(inbox: Connection, outbox: Connection) -> None:
-    from ragclinic.ingest import isolate  # noqa: F401  (registers the pickling of read-only mappings)
-    from ragclinic.ingest.runner import failure_of, file_events
-    from ragclinic.native import in_layer
-    from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
+    # isolate registers the pickling of read-only mappings
+    from ragclinic.ingest import isolate  # noqa: F401  # on use: after die_with_parent, so a parent dying while the worker imports ends it
+    from ragclinic.ingest.runner import failure_of, file_events  # on use: after die_with_parent, so a parent dying while the worker imports ends it
+    from ragclinic.native import in_layer  # on use: after die_with_parent, so a parent dying while the worker imports ends it
+    from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # on use: after die_with_parent, so a parent dying while the worker imports ends it
 
     settings = chunker = None
     known: dict[str, str] = {}
@@ -45,7 +46,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from ragclinic.children import die_with_parent
+    from ragclinic.children import die_with_parent  # on use: the worker's first import, nothing heavy before it
 
     to_child, from_child, parent = (int(a) for a in argv[1:4])
     die_with_parent(parent)

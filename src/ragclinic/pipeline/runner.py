@@ -21,18 +21,15 @@ from dataclasses import replace
 from typing import Any
 
 from ragclinic.config import Settings
-from ragclinic.errors import (LayerError, LimitExceeded, ModelCrashed, ModelError, ModelTimeExceeded, OutsideScope,
+from ragclinic.errors import (LayerError, LimitExceeded, ModelCrashed, ModelTimeExceeded, OutsideScope,
                               RagclinicError)
-from ragclinic.models.factory import create_language_model
 from ragclinic.models.judge import Judge, LexicalJudge
 from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.native import in_layer
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.layer import gate
-from ragclinic.pipeline.generate import GENERATORS, Generator
-from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
+from ragclinic.pipeline.generate import Generator, create_generator
 from ragclinic.pipeline.generate.layer import generate
-from ragclinic.pipeline.generate.llm import LLMGenerator
 from ragclinic.pipeline.reason.ambiguity import resolve_followup
 from ragclinic.pipeline.retrieve import RETRIEVERS, Retriever
 from ragclinic.pipeline.retrieve.layer import retrieve
@@ -51,18 +48,6 @@ _SECRET_SETTINGS = {"openai_api_key"}
 SpanCallback = Callable[[Span, AskState], None]
 LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]] = {
     "retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}  # the layer table (above)
-
-
-def load_language_model(settings: Settings, warn: Callable[[str], None] | None = None
-                        ) -> tuple[LanguageModel | None, list[str]]:
-    """The configured model, or None with a flag (and a warning) when it cannot load: answers go extractive."""
-    try:
-        return create_language_model(settings.llm, settings), []
-    except ModelError as e:
-        msg = f"language model {settings.llm!r} unavailable ({e}); answering extractively"
-        if warn:
-            warn(msg)
-        return None, [f"llm_unavailable: {e}"]
 
 
 class Pipeline:
@@ -239,11 +224,7 @@ class Pipeline:
                        flags=ctx.flags + (f"{flag}: {note}",))
 
     def _generator(self, lm: LanguageModel | None) -> Generator:
-        if lm is None:
-            return ExtractiveGenerator(self.settings.extractive_sentences)
-        if self.settings.generator != "llm":
-            return GENERATORS.create(self.settings.generator)
-        return LLMGenerator(lm, self.settings.llm_max_tokens, self.settings.llm_temperature)
+        return create_generator(self.settings, lm)
 
     def _settings_dump(self) -> dict[str, Any]:
         return self.settings.model_dump(mode="json", exclude=_SECRET_SETTINGS)

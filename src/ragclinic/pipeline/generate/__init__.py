@@ -1,6 +1,21 @@
 """Generate layer: an answer with [n] citations from the passages, checked claim by claim."""
 
+from ragclinic.config import Settings
+from ragclinic.models.llm import LanguageModel
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, Generator, GenerateInput
 from ragclinic.pipeline.generate.citations import check_claims, violations
+from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
+from ragclinic.pipeline.generate.llm import LLMGenerator
 
-__all__ = ["GENERATORS", "Draft", "GenerateInput", "Generator", "check_claims", "violations"]
+
+def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
+    """The generator for a run over ``lm``: extractive without a model, else the one the ``generator`` setting
+    names (the one place a generator is chosen: the wiring and the runner's model-less fallback call it)."""
+    if lm is None:
+        return ExtractiveGenerator(settings.extractive_sentences)
+    if settings.generator != "llm":
+        return GENERATORS.create(settings.generator)
+    return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature)
+
+
+__all__ = ["GENERATORS", "Draft", "GenerateInput", "Generator", "check_claims", "create_generator", "violations"]
