@@ -107,7 +107,7 @@ class Trace:
         return Answer.from_json(self.final)
 
     def state_after(self, layer: str) -> AskState:
-        """The pipeline's ``AskState`` right after ``layer`` ran (trace/states.py)."""
+        """The pipeline's ``AskState`` right after ``layer`` ran (``state_after`` below)."""
         return state_after(self, layer)
 
     @property
