@@ -130,27 +130,20 @@ def test_no_module_over_400_lines():
         "\n".join(f"  {f}: {n} lines" for n, f in over)
 
 
-def third_party(root: str) -> bool:
-    """A library from outside (an optional extra such as fastapi, ray, torch, or a heavy one such as llama_cpp):
-    loading it on use needs no comment; the standard library and ragclinic's own modules do."""
-    return root != "ragclinic" and root not in sys.stdlib_module_names
-
-
 def test_imports_inside_functions_say_why():
-    """An import inside a function is for an optional extra / third-party library, or carries its reason as a
-    trailing `# on use: ...` comment (a heavy module, the CLI's subcommands for a fast --help)."""
+    """An import inside a function is for an optional extra or a heavy module loaded on use (a parser's library,
+    llama.cpp, the CLI's subcommands for a fast --help), and says so in a trailing `# on use: ...` comment."""
     offenders = []
     for path in modules():
         tree, lines = parsed(path)
         for node in imports_in_functions(tree):
-            if all(third_party(n.split(".")[0]) for n in imported_names(node, path)):
-                continue
             text = lines[node.lineno - 1: node.end_lineno]
             if not any(ON_USE in line for line in text):
                 offenders.append(f"{rel(path)}:{node.lineno}: {text[0].strip()}")
     assert not offenders, (
-        f"{len(offenders)} imports inside functions without a reason: import at the top of the module, or (a "
-        f"heavy module loaded on use, a CLI subcommand) add a trailing `{ON_USE} <reason>` comment:\n  "
+        f"{len(offenders)} imports inside functions without a reason: import at the top of the module, or (an "
+        f"optional extra, a heavy module loaded on use, a CLI subcommand) add a trailing `{ON_USE} <reason>` "
+        "comment:\n  "
         + "\n  ".join(offenders))
 
 

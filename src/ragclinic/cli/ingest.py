@@ -106,7 +106,7 @@ def parse_pairs(values: list[str], flag: str) -> dict[str, str]:
 def ingest_with_progress(clinic: Clinic, paths: list[Path], sync: bool, strict: bool,
                          tags: dict[str, str] | None = None, reparse: bool = False, **ray) -> IngestResult:
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # on use: rich's progress bars
-                               TimeElapsedColumn, TimeRemainingColumn)
+                               TimeElapsedColumn, TimeRemainingColumn)  # on use: rich, needed only for this output
 
     columns = [TextColumn("[bold]ingest"), BarColumn(bar_width=16), MofNCompleteColumn(), TextColumn("docs"),
                TextColumn("{task.fields[rates]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn()]

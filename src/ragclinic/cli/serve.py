@@ -51,7 +51,7 @@ def serve_cmd(
     (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
     /metrics. Refuses a non-loopback --host without --api-key. Stop with Ctrl-C."""
     try:
-        import uvicorn
+        import uvicorn  # on use: uvicorn, the serve extra
 
         from ragclinic.server.app import create_app  # on use: when the command runs (fast --help)
         from ragclinic.server.auth import Keys  # on use: when the command runs (fast --help)

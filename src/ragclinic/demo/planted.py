@@ -65,8 +65,8 @@ def _md_quote(path: Path, lang: str) -> None:
 
 
 def _pdf(path: Path, lang: str, how: str) -> None:
-    from reportlab.lib.pagesizes import A4
-    from reportlab.pdfgen import canvas
+    from reportlab.lib.pagesizes import A4  # on use: reportlab, the demo extra
+    from reportlab.pdfgen import canvas  # on use: reportlab, the demo extra
 
     from ragclinic.demo.writers import _register_font  # on use: beside reportlab, an optional extra
 
@@ -84,7 +84,7 @@ def _pdf(path: Path, lang: str, how: str) -> None:
 
 
 def _docx(path: Path, lang: str) -> None:
-    import docx
+    import docx  # on use: python-docx, needed only for DOCX documents
 
     d = docx.Document()
     d.add_heading(TITLE[lang], level=1)

@@ -64,8 +64,8 @@ def write_pdf(path: Path | str, *, title: str, pages: Sequence[PdfPage] | None =
     file so that it cannot be opened without the password. ``chinese`` uses the STSong-Light CID
     font, which can draw Chinese characters.
     """
-    from reportlab.lib.pdfencrypt import StandardEncryption
-    from reportlab.pdfgen import canvas as rl_canvas
+    from reportlab.lib.pdfencrypt import StandardEncryption  # on use: reportlab, the demo extra
+    from reportlab.pdfgen import canvas as rl_canvas  # on use: reportlab, the demo extra
 
     if pages is None:
         cols = columns or ([list(paragraphs)] if paragraphs else [])
@@ -90,8 +90,8 @@ def write_pdf(path: Path | str, *, title: str, pages: Sequence[PdfPage] | None =
 def _register_font(chinese: bool) -> str:
     if not chinese:
         return "Helvetica"
-    from reportlab.pdfbase import pdfmetrics
-    from reportlab.pdfbase.cidfonts import UnicodeCIDFont
+    from reportlab.pdfbase import pdfmetrics  # on use: reportlab, the demo extra
+    from reportlab.pdfbase.cidfonts import UnicodeCIDFont  # on use: reportlab, the demo extra
 
     pdfmetrics.registerFont(UnicodeCIDFont("STSong-Light"))
     return "STSong-Light"
@@ -144,7 +144,7 @@ def _draw_page(pen: _Pen, page: PdfPage) -> None:
 
 
 def _wrap(text: str, font: str, size: float, width: float) -> list[str]:
-    from reportlab.pdfbase.pdfmetrics import stringWidth
+    from reportlab.pdfbase.pdfmetrics import stringWidth  # on use: reportlab, the demo extra
 
     lines: list[str] = []
     for segment in text.split("\n"):
@@ -188,7 +188,7 @@ def write_docx(path: Path | str, title: str, sections: Sequence[SectionSpec], *,
                core_title: str | None = None) -> Path:
     """Write a DOCX: ``title`` in the Title style, then each (heading, level, content) with a
     "Heading <level>" style; tables get the "Table Grid" style, in body order."""
-    import docx
+    import docx  # on use: python-docx, needed only for DOCX documents
 
     document = docx.Document()
     if core_title is not None:

@@ -163,7 +163,7 @@ def load_cpu_backend(forced: str = "") -> CpuBackend:
                 raise ModelError(f"this process already runs the {_loaded.variant!r} CPU variant")
             return _loaded
         directory = lib_dir()
-        import llama_cpp  # noqa: F401  on use: loads libllama, libggml and libggml-base (not the CPU backend)
+        import llama_cpp  # noqa: F401  # on use: loads libllama, libggml and libggml-base (not the CPU backend)
 
         built = build_info(directory) is not None
         variants = variant_files(directory)

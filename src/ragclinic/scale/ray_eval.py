@@ -94,7 +94,7 @@ class RayEval:
         shared = str(shared_kb.folder) if shared_kb is not None else None
         root = str(kb_root) if kb_root is not None else None
         try:
-            from ray.util import ActorPool
+            from ray.util import ActorPool  # on use: ray, the ray extra
 
             pool = ActorPool(actors)
             yield from pool.map_unordered(

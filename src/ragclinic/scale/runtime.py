@@ -17,7 +17,7 @@ WORKER_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 def require_ray():
     try:
-        import ray
+        import ray  # on use: ray, the ray extra
     except ImportError:
         raise ConfigError(f"--ray needs the ray extra, which is not installed: {INSTALL}") from None
     return ray

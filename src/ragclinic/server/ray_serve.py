@@ -41,7 +41,7 @@ def _builder(settings, keys: list[str], options: dict):
     """The ingress app, built on each replica (serve.ingress calls it there)."""
 
     def build():
-        from ray import serve
+        from ray import serve  # on use: ray, the ray extra
 
         writer = serve.get_deployment_handle(WRITER, app_name=APP)
 
@@ -55,7 +55,7 @@ def _builder(settings, keys: list[str], options: dict):
 
 def application(settings, keys: list[str], replicas: int, cpus: float = 1.0, options: dict | None = None):
     """The Ray Serve application: ``replicas`` ingress replicas of ``cpus`` CPUs each, and the writer."""
-    from ray import serve
+    from ray import serve  # on use: ray, the ray extra
 
     class Ingress:
         def __init__(self, writer) -> None:  # bound to the writer so the application deploys it
@@ -72,7 +72,7 @@ def application(settings, keys: list[str], replicas: int, cpus: float = 1.0, opt
 def start(settings, keys: list[str], *, replicas: int, host: str, port: int, cpus: float = 1.0,
           options: dict | None = None, blocking: bool = False):
     """Deploy on the cluster Ray is connected to, HTTP on ``host:port``; ``blocking`` waits until Ctrl-C."""
-    from ray import serve
+    from ray import serve  # on use: ray, the ray extra
 
     serve.start(http_options={"host": host, "port": port})
     return serve.run(application(settings, keys, replicas, cpus, options), name=APP, route_prefix="/",

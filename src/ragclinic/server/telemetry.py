@@ -32,16 +32,16 @@ def make_tracer(endpoint: str | None = None, *, exporter=None, service: str = "r
     when neither is configured (nothing is recorded, nothing costs)."""
     if exporter is None and not endpoint:
         return None
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.resources import Resource  # on use: opentelemetry, the otel extra
+    from opentelemetry.sdk.trace import TracerProvider  # on use: opentelemetry, the otel extra
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor  # on use: the otel extra
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     if exporter is not None:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     else:
         try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter  # on use: the otel extra
         except ImportError:
             raise ConfigError("exporting spans needs the OTLP exporter: pip install -e '.[otel]'") from None
         url = endpoint if endpoint.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
@@ -53,7 +53,7 @@ def emit(tracer, trace, payload: dict[str, Any]) -> None:
     """The span tree of one answered question (``trace``: its root Trace; ``payload``: the ask --json object)."""
     if tracer is None or trace is None:
         return
-    from opentelemetry import trace as otel
+    from opentelemetry import trace as otel  # on use: opentelemetry, the otel extra
 
     t0 = int(trace.created * 1e9)
     end = t0 + int(max(trace.total_ms, 0.001) * 1e6)
@@ -79,7 +79,7 @@ def emit(tracer, trace, payload: dict[str, Any]) -> None:
 
 
 def _layer(tracer, ctx, trace, span, t0: int) -> None:
-    from opentelemetry import trace as otel
+    from opentelemetry import trace as otel  # on use: opentelemetry, the otel extra
 
     start = t0 + int(span.started_ms * 1e6)
     attrs: dict[str, Any] = {KIND: _LAYER_KIND.get(span.layer, "CHAIN"), "ragclinic.layer": span.layer,

@@ -361,7 +361,7 @@ def eval_file(request: Request, run: str, name: str):
 
 def install(app) -> None:
     """The UI routes, the static files and the login redirect."""
-    from fastapi.staticfiles import StaticFiles
+    from fastapi.staticfiles import StaticFiles  # on use: fastapi, the serve extra
 
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.include_router(router)

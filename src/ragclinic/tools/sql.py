@@ -44,8 +44,8 @@ class SqlResult:
 
 
 def _cte_names(query: str) -> set[str]:
-    import sqlglot
-    from sqlglot import exp
+    import sqlglot  # on use: sqlglot, needed only when the SQL tool runs
+    from sqlglot import exp  # on use: sqlglot, needed only when the SQL tool runs
 
     return {c.alias_or_name.lower() for c in sqlglot.parse_one(query, read="sqlite").find_all(exp.CTE)}
 
@@ -69,8 +69,8 @@ def _authorizer(allowed: set[str]):
 
 def check(query: str, allowed: set[str]) -> tuple[str, ...]:
     """The tables a SELECT reads; ToolError naming what is not allowed otherwise."""
-    import sqlglot
-    from sqlglot import exp
+    import sqlglot  # on use: sqlglot, needed only when the SQL tool runs
+    from sqlglot import exp  # on use: sqlglot, needed only when the SQL tool runs
 
     if not query or not query.strip():
         raise ToolError("sql: give one SELECT query")

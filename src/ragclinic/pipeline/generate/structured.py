@@ -86,7 +86,7 @@ def _loads(raw: str):
     try:
         return json.loads(text, strict=False)  # a raw newline inside a string, as servers without a grammar write
     except ValueError:
-        from jiter import from_json
+        from jiter import from_json  # on use: jiter, needed only to read a structured reply
 
         try:
             return from_json(text.encode("utf-8"), partial_mode="trailing-strings")

@@ -84,7 +84,7 @@ def open_checked_zip(data: bytes, settings: Settings, *, kind: str = "DOCX", app
 
 def _raw_text(archive: zipfile.ZipFile) -> str:
     """All ``w:t`` text of word/document.xml, one line per paragraph: the keyword-retention baseline."""
-    from lxml import etree
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     try:
         root = etree.fromstring(archive.read("word/document.xml"), etree.XMLParser(resolve_entities=False))
@@ -99,7 +99,7 @@ def _xml_paragraph_text(p) -> str:
 
 
 def _open_document(data: bytes):
-    import docx
+    import docx  # on use: python-docx, needed only for DOCX documents
 
     try:
         return docx.Document(io.BytesIO(data))
@@ -122,8 +122,8 @@ def _style_name(paragraph) -> str:
 
 
 def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool) -> Iterator[Block]:
-    from docx.table import Table as DocxTable
-    from docx.text.paragraph import Paragraph
+    from docx.table import Table as DocxTable  # on use: python-docx, needed only for DOCX documents
+    from docx.text.paragraph import Paragraph  # on use: python-docx, needed only for DOCX documents
 
     for child in _body_elements(document.element.body):
         if child.tag == f"{_W}p":

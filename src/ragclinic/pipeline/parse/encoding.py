@@ -72,7 +72,7 @@ def _detect(data: bytes) -> Decoded:
         found = guess(data)
         if found is not None:
             return Decoded(_check_not_binary(found[0]), found[1], False)
-    from charset_normalizer import from_bytes
+    from charset_normalizer import from_bytes  # on use: charset-normalizer, needed only for an undeclared encoding
 
     best = from_bytes(data).best()
     # Without a BOM, UTF-16/32 text of any script has NUL bytes, which were refused above.

@@ -32,7 +32,7 @@ class Crash:
 
 
 def _pdf() -> bytes:
-    from reportlab.pdfgen import canvas
+    from reportlab.pdfgen import canvas  # on use: reportlab, the demo extra
 
     buf = io.BytesIO()
     c = canvas.Canvas(buf)
@@ -45,7 +45,7 @@ def _pdf() -> bytes:
 
 
 def _docx() -> bytes:
-    import docx
+    import docx  # on use: python-docx, needed only for DOCX documents
 
     d = docx.Document()
     d.add_heading("Seed", level=1)
@@ -59,7 +59,7 @@ def _docx() -> bytes:
 
 
 def _xlsx() -> bytes:
-    import openpyxl
+    import openpyxl  # on use: openpyxl, needed only for XLSX documents
 
     wb = openpyxl.Workbook()
     ws = wb.active

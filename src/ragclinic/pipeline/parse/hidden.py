@@ -79,7 +79,7 @@ def style_hides(style: str, inherited_background: str = "") -> str:
 def html_hidden(root, keep: bool = False) -> list[Hidden]:
     """Find (and unless ``keep`` remove) the hidden text of an lxml tree; comments and alt text that address a
     model are reported too (they are never indexed)."""
-    from lxml import etree
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     classes = _hiding_classes(root)
     found: list[Hidden] = []

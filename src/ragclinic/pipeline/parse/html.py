@@ -71,8 +71,8 @@ class HtmlParser:
 
 
 def _parse(html: str):
-    import lxml.html
-    from lxml import etree
+    import lxml.html  # on use: lxml, needed only for HTML/XML documents
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     html = _XML_DECL.sub("", html, count=1)  # lxml refuses str input with an encoding declaration
     # lxml reads control characters but refuses to write them back into a tree (found by fuzzing)
@@ -87,7 +87,7 @@ def _parse(html: str):
 
 def _extract(root) -> tuple[str, str, str]:
     """(main content as Markdown, all visible text, visible text without declared boilerplate)."""
-    from lxml import etree
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     _drop(root.iter(*_INVISIBLE))
     clean = copy.deepcopy(root)
@@ -111,7 +111,7 @@ def _promote_header_rows(root) -> None:
 
 @functools.cache
 def _trafilatura_config():
-    from trafilatura.settings import use_config
+    from trafilatura.settings import use_config  # on use: trafilatura, needed only for HTML documents
 
     config = use_config()  # a fresh ConfigParser: changing it affects only our calls
     # Below min_extracted_size (250 chars by default) trafilatura swaps a short but clean article
@@ -121,7 +121,7 @@ def _trafilatura_config():
 
 
 def _main_content(tree) -> str:
-    import trafilatura
+    import trafilatura  # on use: trafilatura, needed only for HTML documents
 
     try:
         out = trafilatura.extract(tree, output_format="markdown", include_tables=True, include_comments=False,

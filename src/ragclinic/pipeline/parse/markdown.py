@@ -75,7 +75,7 @@ def inline_text(token, hidden: list[Hidden] | None = None) -> str:
 
 
 def _inline_hides(attrs: str) -> str:
-    import lxml.html
+    import lxml.html  # on use: lxml, needed only for HTML/XML documents
 
     try:
         el = lxml.html.fragment_fromstring(f"<span {attrs}></span>")
@@ -90,8 +90,8 @@ def _inline_hides(attrs: str) -> str:
 
 def _html_block_text(content: str, hidden: list[Hidden] | None) -> str:
     """Visible text of a raw HTML block: comments and hidden elements left out (and added to ``hidden``)."""
-    import lxml.html
-    from lxml import etree
+    import lxml.html  # on use: lxml, needed only for HTML/XML documents
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     try:
         root = lxml.html.fragment_fromstring(content, create_parent="div")
@@ -105,7 +105,7 @@ def _html_block_text(content: str, hidden: list[Hidden] | None) -> str:
 
 def markdown_blocks(source: str, hidden: list[Hidden] | None = None) -> list[Block]:
     """Reading-order blocks of a Markdown text; text a reader would not see is added to ``hidden``."""
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # on use: markdown-it, needed only for Markdown
 
     tokens = MarkdownIt("commonmark").enable("table").parse(source)
     blocks: list[Block] = []

@@ -57,8 +57,8 @@ class PdfParser:
 
 
 def _open(data: bytes):
-    import pdfplumber
-    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect
+    import pdfplumber  # on use: pdfplumber, needed only for PDF tables
+    from pdfminer.pdfdocument import PDFEncryptionError, PDFPasswordIncorrect  # on use: pdfminer
 
     try:
         return pdfplumber.open(io.BytesIO(data), laparams=LAPARAMS)
@@ -110,7 +110,7 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
 
 def _page_items(page, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[list[_Item], str]:
     """The page's items in reading order, and its raw text (every text box as pdfminer found it)."""
-    from pdfminer.layout import LTTextBox, LTTextLine
+    from pdfminer.layout import LTTextBox, LTTextLine  # on use: pdfminer, needed only for PDF documents
 
     layout = page.layout
     # The keyword-retention baseline: no table, footer, order or hyphen work. Not pdfplumber's
@@ -164,7 +164,7 @@ def _white(color) -> bool:
 
 def visible_line(line, hidden: list[Hidden], keep_hidden: bool, dark: list | None = None) -> str:
     """A text line without the characters a reader cannot see: white (not on a dark fill), or under 2 pt."""
-    from pdfminer.layout import LTChar
+    from pdfminer.layout import LTChar  # on use: pdfminer, needed only for PDF documents
 
     out: list[str] = []
     unseen: dict[str, list[str]] = {}
@@ -201,7 +201,7 @@ def _is_page_number(text: str, top: float, bottom: float, height: float) -> bool
 
 
 def _mean_size(lines) -> float:
-    from pdfminer.layout import LTChar
+    from pdfminer.layout import LTChar  # on use: pdfminer, needed only for PDF documents
 
     sizes = [ch.size for ln in lines for ch in ln if isinstance(ch, LTChar)]
     return sum(sizes) / len(sizes) if sizes else 0.0

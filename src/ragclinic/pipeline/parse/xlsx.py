@@ -28,7 +28,7 @@ class XlsxParser:
         except ZIP_ERRORS as e:  # found by fuzzing: a damaged archive fails inside zipfile/zlib
             raise ParseError(f"corrupt XLSX archive ({type(e).__name__}: {e}); re-save it from Excel") from None
         try:
-            import openpyxl
+            import openpyxl  # on use: openpyxl, needed only for XLSX documents
 
             book = openpyxl.load_workbook(io.BytesIO(source.data), read_only=True, data_only=True)
         except ImportError:
