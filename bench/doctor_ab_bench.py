@@ -115,7 +115,7 @@ def main() -> None:
                    "doctor": {"answer": a.text, "refused": a.refused, "correct": correct(a.text, case["answer"]) and not a.refused,
                               "fake": bool(case["fake"]) and correct(a.text, case["fake"]), "ms": total * 1000,
                               "conflict_stated": "分歧" in a.text or "disagree" in a.text},
-                   "symptoms": [s["name"] for s in res.symptoms], "repairs": res.repairs,
+                   "symptoms": [s["name"] for s in res.symptoms], "repairs": [r.to_json() for r in res.repairs],
                    "outcome": res.summary["outcome"], "lm_calls_extra": res.summary["lm_calls"],
                    "baseline_lm_calls": len(res.trace.model_calls)}
             rows.append(row)

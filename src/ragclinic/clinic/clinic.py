@@ -35,10 +35,9 @@ from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.scale.ray_ingest import ingest_on_ray
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.trace.model import QUERY_LAYERS, Trace
+from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
-from ragclinic.trace.model import start_of
 from ragclinic.trace.store import load_trace
 from ragclinic.types import Answer, AskRequest, AskState, Hit, Scope
 

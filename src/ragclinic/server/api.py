@@ -186,7 +186,7 @@ async def save_and_ingest(rc, files: list[UploadFile], tags: list[str], who: Pri
 
 def _ingest(rc, staging: Path, digests: list[str], pairs: dict):
     """Under the writer's lock: the staged uploads moved into place, ingested (by the one writer of several
-    replicas when there is one: scale/ray_serve.py), and the folders of refused files removed."""
+    replicas when there is one: server/ray_serve.py), and the folders of refused files removed."""
     with rc.pool.writing() as clinic:
         folders = [uploads.place(staging, d) for d in digests]
         try:

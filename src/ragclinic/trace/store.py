@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from ragclinic.errors import StoreError
 from ragclinic.store.db import Database
 from ragclinic.trace.model import Trace
-from dataclasses import replace
 
 
 def save_trace(db: Database, trace: Trace) -> None:
