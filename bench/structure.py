@@ -24,8 +24,9 @@ def package_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else "(root)"
 
 
-def package_cycles(src: Path) -> list[list[str]]:
-    """Strongly connected components (more than one package) of the package graph, imports in functions too."""
+def cycles(src: Path, node=package_of) -> list[list[str]]:
+    """Strongly connected components (more than one node) of the import graph, imports in functions too; a node is
+    a top-level package (``node=package_of``) or a module (``node=str``)."""
     import grimp
 
     sys.path.insert(0, str(src))
@@ -33,9 +34,9 @@ def package_cycles(src: Path) -> list[list[str]]:
     edges: dict[str, set[str]] = defaultdict(set)
     for m in graph.modules:
         for other in graph.find_modules_directly_imported_by(m):
-            if package_of(m) != package_of(other):
-                edges[package_of(m)].add(package_of(other))
-    nodes = sorted({package_of(m) for m in graph.modules})
+            if node(m) != node(other):
+                edges[node(m)].add(node(other))
+    nodes = sorted({node(m) for m in graph.modules})
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
 
     def strong(v):  # Tarjan
@@ -111,7 +112,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=Path, default=ROOT / "src")
     args = ap.parse_args()
-    out = {"src": str(args.src), **code_figures(args.src), "package_cycles": package_cycles(args.src),
+    out = {"src": str(args.src), **code_figures(args.src), "package_cycles": cycles(args.src),
+           "modules_on_a_cycle": sum(map(len, cycles(args.src, str))),
            "lint_imports": lint_imports(args.src)}
     hops = walk_hops()
     out["ask_walk"] = {"functions": len(hops), "path": hops}

@@ -123,6 +123,17 @@ def test_no_cycle_between_top_level_packages():
                       "fix the dependency (move the shared piece down a layer); never hide it in a function"
 
 
+def test_no_cycle_between_modules():
+    """Within the packages too: no module imports, however indirectly, a module that imports it (imports in
+    functions count; a package's __init__ is a module like the others)."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("ragclinic", cache_dir=None)
+    edges = {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+    cycle, looped = shortest_cycle(edges)
+    assert not cycle, f"import cycle between modules: {' → '.join(cycle)} ({len(looped)} modules on some cycle); " \
+                      "move what both need into a module both can import"
+
+
 def test_no_module_over_400_lines():
     sizes = {rel(p): len(parsed(p)[1]) for p in modules()}
     over = sorted(((n, f) for f, n in sizes.items() if n > MAX_LINES), reverse=True)
