@@ -1,0 +1,72 @@
+"""Build the real-document sets of issue 35 from Debian packages nobody here wrote (bench data, never shipped):
+
+  pg15       English: a part of the PostgreSQL 15 manual (postgresql-doc-15, HTML; PostgreSQL Licence) — the
+             tutorial, client authentication, server set-up and operation, backup, routine maintenance, indexes,
+             data definition, data types and the client applications (~140 pages).
+  debref-zh  Chinese: Debian Reference in Simplified Chinese (debian-reference-zh-cn, HTML; GPL-2+), the preface
+             and chapters 1–5 (one page per chapter).
+
+    .venv/bin/python bench/realdocs/build_corpus.py            # → bench/out/realdocs/{pg15,debref-zh}/ + MANIFEST.json
+
+Downloads with `apt-get download` (the Debian registry) into bench/out/realdocs/debs/, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "out" / "realdocs"
+SETS = {
+    "pg15": ("postgresql-doc-15", "usr/share/doc/postgresql-doc-15/html",
+             ["tutorial*.html", "backup*.html", "continuous-archiving.html", "routine-*.html", "maintenance.html",
+              "runtime*.html", "auth-*.html", "client-authentication*.html", "app-*.html", "indexes*.html",
+              "ddl*.html", "datatype*.html"]),
+    "debref-zh": ("debian-reference-zh-cn", "usr/share/debian-reference",
+                  ["pr01.zh-cn.html", "ch01.zh-cn.html", "ch02.zh-cn.html", "ch03.zh-cn.html", "ch04.zh-cn.html",
+                   "ch05.zh-cn.html"]),
+}
+
+
+def download(package: str, debs: Path) -> Path:
+    found = sorted(debs.glob(f"{package}_*.deb"))
+    if not found:
+        debs.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", package], cwd=debs, check=True, capture_output=True)
+        found = sorted(debs.glob(f"{package}_*.deb"))
+    return found[-1]
+
+
+def build(name: str) -> dict:
+    package, inside, patterns = SETS[name]
+    deb = download(package, OUT / "debs")
+    target = OUT / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        pages = sorted(p for p in (Path(tmp) / inside).iterdir()
+                       if any(fnmatch.fnmatch(p.name, pat) for pat in patterns))
+        for p in pages:
+            shutil.copy2(p, target / p.name)
+    return {"package": deb.name, "sha256": hashlib.sha256(deb.read_bytes()).hexdigest(), "pages": len(pages),
+            "bytes": sum(p.stat().st_size for p in target.iterdir())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sets", default=",".join(SETS))
+    args = ap.parse_args()
+    manifest = {name: build(name) for name in args.sets.split(",")}
+    (OUT / "MANIFEST.json").write_text(json.dumps(manifest, indent=1))
+    print(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    main()
