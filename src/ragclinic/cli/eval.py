@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -30,6 +31,12 @@ def eval_cmd(
                                 help="beir:FOLDER | rgb:FILE | halueval:FILE | squad:FILE | jsonl:FILE (read by path)."),
     kb: Optional[Path] = typer.Option(None, "--kb", show_default=False,
                                       help="Knowledge base for the corpus \\[default: one per corpus under the cache folder]."),
+    corpus: Optional[Path] = typer.Option(None, "--corpus", metavar="FOLDER", show_default=False,
+                                          help="rag: ingest this folder of documents once (into --kb, default one "
+                                               "per folder and content under the cache folder) and ask every item "
+                                               "against it; the items must bring no documents."),
+    split: Optional[str] = typer.Option(None, "--split", metavar="dev|heldout", show_default=False,
+                                        help="Only the items whose \"split\" is this (jsonl, constraint-swap sets)."),
     limit: int = typer.Option(0, "--limit", min=0, help="Evaluate the first N items (0 = all)."),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed for any sampling."),
     llm: Optional[str] = typer.Option(None, "--llm", show_default=False,
@@ -63,22 +70,23 @@ def eval_cmd(
     retrieval: nDCG@10, Recall@5/10/100, MRR@10 per retriever over a BEIR corpus, or question → its own
     passage for a SQuAD/CMRC2018 set. detection: the doctor's unsupported-claim check as a classifier over
     (context, answer) pairs (precision, recall, F1, balanced accuracy, calibration error). rag: end to end,
-    each item against its own passages (RGB: at each noise ratio, negative-only and counterfactual), doctor
-    by default, --no-doctor, or --ab for both with deltas and bootstrap 95% intervals. doctor: faults
+    each item against its own passages (RGB: at each noise ratio, negative-only and counterfactual) or a
+    folder of documents (--corpus; gold passages' ranks per arm), doctor by default, --no-doctor, or --ab for both with deltas and bootstrap 95% intervals. doctor: faults
     injected on purpose (--faults), baseline and doctor side by side: per-symptom precision/recall, the
     fault × symptom confusion matrix, repair success, regressions, overhead. --out writes results.json,
     items.jsonl (the checkpoint a killed run resumes from), report.md/.html with plots, and each item's
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
     data, chosen = _checked(task, dataset, no_doctor, ab, arms, bool(ray), rerank)
+    data = _scoped(data, task, dataset, corpus, split)
     with progress_bar(json_out) as tick, _ray(ray, ray_workers, llm) as spread:
         if task == "retrieval":
             result = _retrieval(data, kb, limit, llm, tick, rerank, spread)
         elif task == "rag":
             mode = "arms" if chosen else "baseline" if no_doctor else "ab" if ab else "doctor"
-            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen, spread)
+            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen, spread, corpus, split)
         elif task == "doctor":
-            result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick, ray=spread)
+            result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick, ray=spread, split=split)
         else:
             result = _detection(data, limit, llm, tick)
     if ray:
@@ -128,6 +136,29 @@ def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[
     if task == "doctor" and no_doctor:
         raise fail("the doctor task compares baseline and doctor: --no-doctor does not apply")
     return data, chosen
+
+
+def _scoped(data, task: str, dataset: str, corpus: Optional[Path], split: Optional[str]):
+    """The items of ``--split``; ``--corpus`` checked against the task and the items (which must bring no
+    documents of their own: they are asked against the folder)."""
+    if split is not None:
+        if data.kind != "qa":
+            raise fail(f"--split applies to question sets; {dataset!r} is a {data.kind} dataset")
+        kept = tuple(it for it in data.data if it.split == split)
+        if not kept:
+            have = sorted({it.split for it in data.data if it.split})
+            raise fail(f"--split {split!r}: no item of {dataset} has it (its items carry "
+                       f"{', '.join(map(repr, have)) or 'no split field'})")
+        data = replace(data, data=kept)
+    if corpus is None:
+        return data
+    if task != "rag":
+        raise fail(f"--corpus applies to the rag task, not {task}")
+    own = next((it for it in data.data if it.documents or it.negatives or it.counterfactual), None)
+    if own is not None:
+        raise fail(f"--corpus {corpus}: item {own.id} of {dataset} brings its own documents; give --corpus with "
+                   "a question file whose items have none, or drop --corpus to answer each item from its documents")
+    return data
 
 
 def _write_out(out_dir: Path, result: dict, items: list | None) -> None:
@@ -200,9 +231,11 @@ def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[st
     return tuple(dict.fromkeys("baseline" if a == "plain" else a for a in names))
 
 
-def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = (), ray=None):
+def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = (), ray=None,
+         corpus: Optional[Path] = None, split: Optional[str] = None):
     """rag (mode baseline | doctor | ab | arms; ``noise`` = the settings) and doctor (mode faults; ``noise`` =
-    the faults): the same runner, checkpoint and report."""
+    the faults): the same runner, checkpoint and report. ``corpus``: the folder ingested into the shared
+    knowledge base first."""
     from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics  # on use: the harness
     from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag  # on use: the harness
 
@@ -229,17 +262,13 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         checkpoint = out_dir / "items.jsonl"
         _same_run(out_dir, {"task": mode == "faults" and "doctor" or "rag", "dataset": data.source, "seed": seed,
                             "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline",
-                            "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor")))})
-    shared = None
-    if kb_dir is not None:  # items without their own documents are answered from this knowledge base
-        shared = wiring.open_kb(Settings.load(kb_dir, llm=settings.llm))
-    try:
+                            "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor"))),
+                            "corpus": str(corpus.resolve()) if corpus else None, "split": split})
+    with _shared_kb(kb_dir, corpus, settings.llm, lm) as (shared, folder):
         rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
                        shared_kb=shared, progress=tick, arms=arms, ray=ray)
-    finally:
-        if shared is not None:
-            shared.close()
-    result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode}
+        extra = {"corpus": folder.to_json()} if folder is not None else {}
+    result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode, **extra}
     if mode == "arms":
         result.update(_arms_result(rows, arms, seed))
     elif mode == "baseline":
@@ -256,6 +285,31 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
 
         write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
+
+
+@contextmanager
+def _shared_kb(kb_dir: Optional[Path], corpus: Optional[Path], llm: str, lm):
+    """(the knowledge base items without documents are asked against, the ingested --corpus or None): the
+    folder ingested into ``kb_dir`` (again: nothing changed, nothing done), or ``kb_dir`` as it is; (None, None)
+    without either."""
+    from ragclinic import wiring  # on use: the store and the models
+    from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.eval.corpus import open_corpus  # on use: when the command runs (fast --help)
+
+    if corpus is not None:
+        folder = open_corpus(corpus, kb_dir, llm, lm)
+        try:
+            yield folder.parts.kb, folder
+        finally:
+            folder.parts.close()
+    elif kb_dir is not None:
+        kb = wiring.open_kb(Settings.load(kb_dir, llm=llm))
+        try:
+            yield kb, None
+        finally:
+            kb.close()
+    else:
+        yield None, None
 
 
 def _arms_result(rows: list[dict], arms: tuple[str, ...], seed: int) -> dict:

@@ -40,6 +40,9 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
     arms = [a for a in ("naive", "baseline", "doctor") if any(r.get(a) for r in rows)]
     images = _plots(folder, rows, arms, "faults" in result)
     md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
+    if c := result.get("corpus"):  # eval rag --corpus
+        md += [f"Asked against the folder `{c['folder']}`: knowledge base `{c['kb']}` (version {c['kb_version']}, "
+               f"{c['chunks']} chunks).", ""]
     metrics = result["metrics"]
     md += ["| metric | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
     for k in dict.fromkeys(k for m in metrics.values() for k in m):

@@ -66,6 +66,9 @@ class QAItem:
     # of the set the item belongs to ("dev" or "heldout")
     swap: str = ""
     split: str = ""
+    # real-document sets (bench/realdocs): verbatim snippets of the answering passage (eval/tasks/gold.py), its page
+    gold: tuple[str, ...] = ()
+    page: str = ""
 
 
 @dataclass(frozen=True)

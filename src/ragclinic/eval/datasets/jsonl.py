@@ -1,5 +1,7 @@
-"""Users' own sets (JSON Lines): ``{"question", "answers": [...], "documents": [...]?, "expect_refusal": bool?}``.
-``answers`` are alternatives (any one counts); an item with ``expect_refusal`` true may have none."""
+"""Users' own sets (JSON Lines): ``{"question", "answers": [...], "documents": [...]?, "expect_refusal": bool?,
+"gold": [...]?, "page": str?, "split": str?, "id": ...?}``. ``answers`` are alternatives (any one counts); an item
+with ``expect_refusal`` true may have none. ``gold``: verbatim snippets of the answering passage (its rank is
+recorded per arm, eval/tasks/gold.py); ``page`` and ``split`` ("dev" / "heldout": ``eval --split``) are kept."""
 
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ def load_jsonl(path: Path) -> Loaded:
             continue
         answers = str_list(rec.get("answers"), "answers", col, line)
         docs = str_list(rec.get("documents"), "documents", col, line)
-        if q is None or answers is None or docs is None:
+        gold = str_list(rec.get("gold"), "gold", col, line)
+        marks = [need_str(rec, k, col, line, optional=True) for k in ("page", "split")]
+        if q is None or answers is None or docs is None or gold is None or any(
+                m is None and rec.get(k) is not None for m, k in zip(marks, ("page", "split"))):
             continue
         if not answers and not refuse:
             col.bad(line, "answers", "missing (give the accepted answers, or \"expect_refusal\": true)")
             continue
-        items.append(QAItem(str(rec.get("id", line)), q, (answers,) if answers else (), docs, expect_refusal=refuse))
+        items.append(QAItem(str(rec.get("id", line)), q, (answers,) if answers else (), docs, expect_refusal=refuse,
+                            gold=gold, page=marks[0] or "", split=marks[1] or ""))
     return finish("qa", items, col)

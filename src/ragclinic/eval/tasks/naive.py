@@ -1,4 +1,6 @@
-"""The naive peer: every passage of an item in one prompt of the same model, greedy, no retrieval, no checks.
+"""The naive peer: every passage of an item in one prompt of the same model, greedy, no retrieval, no checks;
+over a shared knowledge base (``eval rag --kb`` / ``--corpus``), the simple-RAG peer: the top ``TOP`` passages of
+the same retrieval the pipeline runs (its retriever and settings; no scope, rerank, gate or doctor) in that prompt.
 
 It is the yardstick the pipeline must beat: if it answers better than ragclinic, the pipeline is a
 regression, and its time is what ragclinic's time is compared against. The wording is the one the issue
@@ -13,11 +15,15 @@ import time
 from typing import Any
 
 from ragclinic.eval.answer_form import form_violations
+from ragclinic.eval.tasks.gold import naive_gold
 from ragclinic.text.answers import answer_correct
 from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.pipeline.retrieve import create_retriever
+from ragclinic.store.kb import KnowledgeBase
 from ragclinic.text.lang import detect_language
 
 MAX_TOKENS = 64
+TOP = 5  # passages the simple-RAG peer is shown from a shared knowledge base
 INSTRUCTION = {
     "en": "Answer the question using only the documents. If they do not contain the answer, reply exactly: "
           "insufficient information.",
@@ -52,3 +58,16 @@ def naive_arm(lm: LanguageModel, question: str, documents, answers, fake_answers
             "conflict_stated": any(w in text for w in ("disagree", "conflict", "分歧", "矛盾")),
             "claims": 0, "unsupported": 0, "cited": 0, "cited_ok": 0, "ms": round(ms, 1), "lm_calls": 1,
             "prompt_tokens": done.prompt_tokens, "trace_id": ""}
+
+
+def retrieved_arm(lm: LanguageModel, kb: KnowledgeBase, question: str, answers, fake_answers=(),
+                  gold=()) -> dict[str, Any]:
+    """The simple-RAG peer's row: the first ``TOP`` hits of the pipeline's retrieval (the knowledge base's
+    retriever at its ``top_k``, so they are the top of the list the pipeline's retrieve span holds) in one
+    prompt; ``chunks`` names them, best first."""
+    t0 = time.perf_counter()
+    hits = create_retriever(kb).retrieve(question, max(TOP, kb.settings.top_k))[:TOP]
+    retrieve_ms = (time.perf_counter() - t0) * 1000
+    row = naive_arm(lm, question, [h.chunk.text for h in hits], answers, fake_answers)
+    return {**row, "ms": round(row["ms"] + retrieve_ms, 1), "retrieve_ms": round(retrieve_ms, 1),
+            "chunks": [h.chunk.id for h in hits], **naive_gold(hits, gold, TOP)}

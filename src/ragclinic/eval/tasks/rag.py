@@ -2,7 +2,7 @@
 
 Each item is answered against a knowledge base built from its own passages (as the RGB paper does;
 lexical retrieval, every passage reaches the context), or against the caller's knowledge base when the
-item brings no passages. With the doctor on, its first run *is* the plain pipeline's run (same process,
+item brings no passages (``eval rag --kb`` or ``--corpus``; its gold passage's rank is recorded: tasks/gold.py). With the doctor on, its first run *is* the plain pipeline's run (same process,
 temperature 0), so both arms come from one pass, item by item. For RGB each item is asked at every
 requested noise ratio (``neg`` = negative passages only: the right answer is a refusal) and, if asked,
 ``counterfactual`` (positive and ``positive_wrong`` passages). Results are appended to ``items.jsonl`` in
@@ -31,8 +31,9 @@ from ragclinic.doctor import Doctor
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.datasets import DatasetError, QAItem
 from ragclinic.eval.metrics import bootstrap_delta
+from ragclinic.eval.tasks.gold import gold_metrics, trace_gold
+from ragclinic.eval.tasks.naive import naive_arm, retrieved_arm
 from ragclinic.text.answers import answer_correct
-from ragclinic.eval.tasks.naive import naive_arm
 from ragclinic.limits import check_request
 
 PASSAGES = 5
@@ -155,7 +156,7 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
     arms = arms or (("baseline", "doctor") if doctor else ("baseline",))
     naive = None
     if "naive" in arms:
-        naive = _naive(case, lm)
+        naive = _naive(case, lm, shared_kb)
     row = {"key": case.key, "id": case.item.id, "setting": case.setting, "question": case.asked, "kb": "",
            "expected": [list(a) for a in case.item.answers], "expect_refusal": case.expect_refusal,
            "baseline": None, "doctor": None, **_item_marks(case.item)}
@@ -166,17 +167,24 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
     return {**row, **_pipeline_case(case, lm, base_settings, "doctor" in arms, shared_kb, kb_root)}
 
 
-def _naive(case: Case, lm) -> dict[str, Any] | None:
-    if not case.documents:
-        return None  # answered from a shared knowledge base: there is no "every passage" to put in a prompt
+def _naive(case: Case, lm, shared_kb) -> dict[str, Any] | None:
+    """Every passage of the case in one prompt; without passages of its own, the top of the shared knowledge
+    base's retrieval (None when there is none: the pipeline arms say so)."""
+    if not case.documents and shared_kb is None:
+        return None
     if lm is None:
         raise DatasetError("the naive arm needs a language model (--llm local or local-small)")
-    return naive_arm(lm, case.asked, case.documents, case.item.answers, case.item.fake_answers)
+    it = case.item
+    if not case.documents:
+        return retrieved_arm(lm, shared_kb, case.asked, it.answers, it.fake_answers, it.gold)
+    return naive_arm(lm, case.asked, case.documents, it.answers, it.fake_answers)
 
 
 def _item_marks(item: QAItem) -> dict[str, Any]:
-    """The row fields of a constraint-swap item: what was swapped, its dev / heldout half."""
-    return {k: v for k, v in (("swap", item.swap), ("split", item.split)) if v}
+    """The row fields an item may carry: what a constraint swap changed, its dev / heldout half, its page and
+    gold snippets."""
+    return {k: v for k, v in (("swap", item.swap), ("split", item.split), ("page", item.page),
+                              ("gold", list(item.gold))) if v}
 
 
 def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
@@ -200,6 +208,7 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
     if doctor:
         base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at)
         doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"])
+        doc.update(trace_gold(trace, case.item.gold))  # the doctor's retrieval: its initial run's
         doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
         if first.at is not None:
             doc["ttft_ms"] = round(first.at, 1)  # the answer streams before the examination
@@ -208,6 +217,7 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
                  "repairs": [r.treatment for r in res.repairs if r.accepted]}
     else:
         base = _arm(answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
+    base.update(trace_gold(trace, case.item.gold))
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
     return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}
@@ -280,6 +290,7 @@ def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
     for k in ("prompt_tokens", "prompt_evaluated", "ttft_ms"):  # medians where the arm reports them
         if vals := [x[k] for x in rs if x.get(k) is not None]:
             out[f"p50_{k}" if k != "ttft_ms" else "p50_ttft_ms"] = round(statistics.median(vals), 1)
+    out.update(gold_metrics(rows, arm))
     if any(r.get("swap") for r in rows):
         out["constraint_contradictions"] = constraint_contradictions(rows, arm)
     for s in sorted({r["setting"] for r in rows} - {"default", "neg", "counterfactual"}):
