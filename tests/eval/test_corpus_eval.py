@@ -36,7 +36,8 @@ QUESTIONS = [
      "gold": ["kept for ninety days"], "page": "backups.md", "split": "heldout"},
     {"id": "q3", "question": "How fast is the main pump?", "answers": ["eleven litres"],
      "gold": ["a snippet no page holds"], "page": "pumps.md", "split": "dev"},
-    {"id": "q4", "question": "What colour is the backup tape?", "expect_refusal": True, "split": "heldout"},
+    {"id": "q4", "question": "What colour is the backup tape?", "expect_refusal": True, "split": "heldout",
+     "page": ""},
 ]
 
 
@@ -87,7 +88,7 @@ def test_the_loader_keeps_gold_page_and_split(tmp_path):
     items = load(f"jsonl:{write_questions(tmp_path)}").data
     assert items[0].gold == ("zorblax valve opens at a  pressure of 42 KPA",)
     assert (items[0].page, items[0].split, items[0].id) == ("valves.md", "dev", "q1")
-    assert items[3].expect_refusal and items[3].gold == ()
+    assert items[3].expect_refusal and items[3].gold == () and items[3].page == ""  # "": no page
 
 
 def test_folder_ingested_once_then_reused_without_a_new_version(tmp_path, small_chunks):

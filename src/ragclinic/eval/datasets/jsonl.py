@@ -22,13 +22,15 @@ def load_jsonl(path: Path) -> Loaded:
         answers = str_list(rec.get("answers"), "answers", col, line)
         docs = str_list(rec.get("documents"), "documents", col, line)
         gold = str_list(rec.get("gold"), "gold", col, line)
-        marks = [need_str(rec, k, col, line, optional=True) for k in ("page", "split")]
-        if q is None or answers is None or docs is None or gold is None or any(
-                m is None and rec.get(k) is not None for m, k in zip(marks, ("page", "split"))):
+        page, split = (rec.get(k) or "" for k in ("page", "split"))  # "" or absent: none
+        if not isinstance(page, str) or not isinstance(split, str):
+            col.bad(line, "page" if not isinstance(page, str) else "split", "expected a string")
+            continue
+        if q is None or answers is None or docs is None or gold is None:
             continue
         if not answers and not refuse:
             col.bad(line, "answers", "missing (give the accepted answers, or \"expect_refusal\": true)")
             continue
         items.append(QAItem(str(rec.get("id", line)), q, (answers,) if answers else (), docs, expect_refusal=refuse,
-                            gold=gold, page=marks[0] or "", split=marks[1] or ""))
+                            gold=gold, page=page, split=split))
     return finish("qa", items, col)
