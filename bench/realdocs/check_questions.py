@@ -39,7 +39,8 @@ def page_text(path: Path) -> str:
 
 
 def norm(s: str) -> str:
-    return re.sub(r"\s+", " ", s).strip().lower()
+    """Compared without whitespace and Markdown marks (as eval/tasks/gold.py): renderings of one text match."""
+    return re.sub(r"[\s`*_|\\]+", "", s).lower()
 
 
 def units(s: str) -> set[str]:
@@ -52,8 +53,9 @@ def units(s: str) -> set[str]:
 
 
 def sentence_around(text: str, snippet: str) -> str:
-    t, s = norm(text), norm(snippet)
-    i = t.find(s)
+    soft = lambda x: re.sub(r"\s+", " ", re.sub(r"[`*_|\\]+", "", x)).strip().lower()  # noqa: E731
+    t, s = soft(text), soft(snippet)
+    i = max(t.find(s), 0)
     start = max(t.rfind(". ", 0, i), t.rfind("。", 0, i), t.rfind("\n", 0, i)) + 1
     ends = [j for j in (t.find(". ", i + len(s)), t.find("。", i + len(s))) if j >= 0]
     return t[start:(min(ends) + 1 if ends else len(t))]

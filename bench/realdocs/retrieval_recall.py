@@ -22,7 +22,8 @@ from ragclinic.wiring import open_kb
 
 
 def norm(s: str) -> str:
-    return re.sub(r"\s+", " ", s).strip().lower()
+    """Compared without whitespace and Markdown marks (as eval/tasks/gold.py): renderings of one text match."""
+    return re.sub(r"[\s`*_|\\]+", "", s).lower()
 
 
 def gold_rank(hits, gold: list[str]) -> int | None:

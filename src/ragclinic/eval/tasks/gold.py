@@ -18,11 +18,11 @@ from typing import Any
 from ragclinic.types import Hit
 
 RECALL_AT = (1, 5, 10)
-_SPACE = re.compile(r"\s+")
+_SPACE = re.compile(r"[\s`*_|\\]+")  # whitespace and Markdown marks: a snippet copied from one rendering matches another
 
 
 def squash(text: str) -> str:
-    """The text without whitespace, lower-cased: what gold snippets are compared on."""
+    """The text without whitespace and Markdown marks, lower-cased: what gold snippets are compared on."""
     return _SPACE.sub("", text).lower()
 
 

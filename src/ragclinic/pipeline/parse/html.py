@@ -9,6 +9,12 @@
 3. trafilatura extracts the main content as Markdown (headings and tables kept), and
    ``markdown_blocks`` turns it into sections and tables. When it finds no main content, the
    full visible text is used and the report says so.
+4. Manuals built by documentation generators (DocBook, Sphinx, Asciidoctor: the PostgreSQL manual, Debian
+   Reference) wrap each heading in nested ``<div>``s, and trafilatura drops every such heading, leaving the
+   page without sections (and <pre> blocks without fences, so a ``# command`` line read as a heading). When the
+   page has headings and trafilatura's Markdown kept none of them, the page without its declared boilerplate
+   (navigation bars and tables of contents included) is converted whole by markdownify: headings, fenced code
+   blocks and tables as the markup has them (issue 35).
 
 The keyword-retention baseline is the visible text after step 2, so the warning fires when
 trafilatura drops real content (a section, a table), not on every page that had a menu.
@@ -42,7 +48,8 @@ _BOILERPLATE_TAGS = ("nav", "aside", "form", "button", "header", "footer")
 _BOILERPLATE_NAMES = re.compile(
     r"(?i)^(?:(?:cookies?|gdpr)(?:[-_]\w+)*"
     r"|consent[-_](?:banner|bar|notice|dialog|popup|modal|manager|box)"
-    r"|(?:sidebar|side[-_]bar|breadcrumbs?|newsletter)(?:[-_](?:left|right|wrapper|container|widget|signup|form|box))?)$")
+    r"|(?:sidebar|side[-_]bar|breadcrumbs?|newsletter)(?:[-_](?:left|right|wrapper|container|widget|signup|form|box))?"
+    r"|toc|navheader|navfooter)$")  # a generated manual's table of contents and its page-to-page links
 _BLOCK_TAGS = ("br", "p", "div", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "section")
 
 
@@ -94,7 +101,38 @@ def _extract(root) -> tuple[str, str, str]:
     _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
     _promote_header_rows(clean)
     article = _main_content(copy.deepcopy(clean))  # trafilatura edits the tree it is given
+    if _lost_headings(clean, article):
+        article = _whole_markdown(clean)
     return article, _lines(root), _lines(clean)
+
+
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _lost_headings(clean, article: str) -> bool:
+    """The page has at least two headings and trafilatura's Markdown kept fewer than half of them as headings
+    (see step 4; a ``# command`` line of a code block it left unfenced is no heading of the page)."""
+    heads = [" ".join(h.text_content().split()) for h in clean.iter(*_HEADINGS)]
+    heads = [h for h in heads if h]
+    kept = {" ".join(m.group(1).split()) for m in re.finditer(r"^#{1,6} +(.+?) *#*$", article, re.M)}
+    return len(heads) >= 2 and 2 * sum(h in kept for h in heads) < len(heads)
+
+
+def _whole_markdown(clean) -> str:
+    """The page (its declared boilerplate already removed) as Markdown: headings, fenced code, tables."""
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
+    from markdownify import markdownify  # on use: markdownify, needed only for generated manuals' pages
+
+    body = clean.find("body")
+    body = body if body is not None else clean
+    for el in list(body.iter("dl", "dt", "dd")):  # a term, then its definition as paragraphs (markdownify
+        if el.tag == "dt":                        # indents a <dd>'s paragraphs: read as code blocks)
+            el.tag = "p"
+        else:
+            el.drop_tag()
+    html = etree.tostring(body, encoding="unicode")
+    md = markdownify(html, heading_style="ATX", strip=["a", "img"], escape_misc=False)
+    return re.sub(r"\n{3,}", "\n\n", md).strip()
 
 
 def _promote_header_rows(root) -> None:
