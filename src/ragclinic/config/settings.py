@@ -192,6 +192,9 @@ class Settings(BaseSettings):
     context_select: bool = Field(True, description="Show the generator each passage's answer-bearing sentences and "
                                                    "their neighbours, and not the passages the verifier ruled out "
                                                    "(fewer prompt tokens; the trace keeps the full passages).")
+    context_select_floor: float = Field(0.4, ge=0, le=1.01, description="A passage whose best sentence covers "
+                                        "less than this (weighted) share of the question's content terms is shown "
+                                        "whole: overlap cannot find the answer of a paraphrased question.")
     extractive_sentences: int = Field(2, ge=1, le=10)
     gate_threshold_lexical: float = Field(0.5, ge=0, le=1, description="Evidence needed to answer (lexical score).")
     gate_threshold_judge: Optional[float] = Field(

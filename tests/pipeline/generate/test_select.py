@@ -115,3 +115,14 @@ def test_kept_sentences_are_the_passage_text_as_it_stands():
     for piece in out.strip("…").split(" … "):
         assert piece in text  # no space added or removed
     assert "编剧: Steve Conrad" in out
+
+
+def test_a_paraphrased_question_sees_the_passage_whole():
+    """The user's words are not the passage's ("seats" / "议席" asked as "位子"): overlap cannot tell which sentence
+    answers, so under the floor the passage is shown whole; a question in the passage's own words is still cut."""
+    asked = content_terms("全港的新一届议会一共坐多少人？")  # "全港" is only in the last sentence
+    assert excerpt(ZH, asked, floor=0.4) == ZH
+    assert excerpt(ZH, asked, floor=0.02) != ZH  # the old rule cut it: the answering sentence went missing
+    assert "70个议席" not in excerpt(ZH, asked, floor=0.02)
+    own_words = content_terms("香港第六届立法会有多少个议席？")
+    assert excerpt(ZH, own_words, floor=0.4) != ZH and "第六届立法会共有70个议席。" in excerpt(ZH, own_words, floor=0.4)

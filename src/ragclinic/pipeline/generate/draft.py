@@ -78,10 +78,11 @@ def selection(ctx, state: AskState, passages):
     threshold = relevance_threshold(ctx.judge, s.gate_threshold_judge) if ctx.judge is not None else None
     points = {p.n: t for p in passages if (t := point_excerpt(p)) is not None}
     if not points:
-        return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts)
+        return select_context(state.request.question, passages, threshold=threshold, conflicts=state.conflicts,
+                              floor=s.context_select_floor)
     # a community passage shows the summary points it holds, and is never ruled out (the map step chose it)
     rest = select_context(state.request.question, [p for p in passages if p.n not in points], threshold=threshold,
-                          conflicts=state.conflicts)
+                          conflicts=state.conflicts, floor=s.context_select_floor)
     shown = dict(rest.excerpts) | points
     excerpts = tuple((p.n, shown[p.n]) for p in passages if p.n in shown)
     full = rest.chars_full + sum(len(" ".join(p.chunk.text.split())) for p in passages if p.n in points)

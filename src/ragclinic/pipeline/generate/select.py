@@ -41,12 +41,13 @@ class Selection:
 
 
 def select_context(question: str, passages: Sequence[Passage], *, threshold: float | None, keep_top: int = 2,
-                   short_tokens: int = 40, conflicts: Sequence[Conflict] = ()) -> Selection:
+                   short_tokens: int = 40, conflicts: Sequence[Conflict] = (), floor: float = 0.02) -> Selection:
     """What the generator is shown of ``passages`` for ``question``; ``threshold`` is the verifier's "answers"
-    probability (None: no passage is dropped for its score)."""
+    probability (None: no passage is dropped for its score); ``floor``: a passage whose best sentence covers
+    less of the question's terms is shown whole (the ``context_select_floor`` setting)."""
     q, atype = content_terms(question), answer_type(question)
     dropped = _ruled_out(passages, q, threshold, keep_top, conflicts)
-    excerpts = tuple((p.n, excerpt(" ".join(p.chunk.text.split()), q, short_tokens, atype))
+    excerpts = tuple((p.n, excerpt(" ".join(p.chunk.text.split()), q, short_tokens, atype, floor))
                      for p in passages if p.n not in dropped)
     full = sum(len(" ".join(p.chunk.text.split())) for p in passages)
     return Selection(excerpts, dropped, full, sum(len(t) for _, t in excerpts))
@@ -68,8 +69,12 @@ def _ruled_out(passages: Sequence[Passage], q: frozenset[str], threshold: float 
     return tuple(p.n for p in passages if p.n in out)
 
 
-def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: str | None = None) -> str:
-    """The answer-bearing sentences of ``text`` and their neighbours (``text`` itself when short)."""
+def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: str | None = None,
+            floor: float = 0.02) -> str:
+    """The answer-bearing sentences of ``text`` and their neighbours (``text`` itself when short, or when no
+    sentence covers ``floor`` of the question's terms: a paraphrased question shares too few words with its
+    answer for overlap to find it — the answering sentence was cut from 4 of 6 gold passages on Debian
+    Reference's Chinese questions, bench/RESULTS.md "Issue 35")."""
     spans = [(a, b) for a, b in split_sentences(text) if text[a:b].strip()]
     if approx_tokens(text) <= short_tokens or len(spans) <= 2 or not q_terms:
         return text
@@ -77,8 +82,8 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
     scores = [weighted_coverage(q_terms, s) + (0.01 if atype and has_answer_of_type(atype, s) else 0.0)
               for s in sents]
     best = max(range(len(sents)), key=lambda i: (scores[i], -i))
-    if scores[best] < 0.02:
-        return text  # nothing of the question in any sentence: no basis to cut
+    if scores[best] < max(floor, 0.02):
+        return text  # too little of the question in any sentence: no basis to cut
     keep = {i for i in (best - 1, best, best + 1) if 0 <= i < len(sents)}
     second = max((i for i in range(len(sents)) if i not in keep), key=lambda i: (scores[i], -i), default=None)
     if second is not None and scores[second] >= 0.6 * scores[best]:
