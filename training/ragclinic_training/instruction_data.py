@@ -26,7 +26,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragclinic.text.sentences import split_sentences
+from ragclinic_training.instruction_manuals import manual_sentences, reader_lookalikes, sentences
 
 
 @dataclass(frozen=True)
@@ -253,12 +253,7 @@ def _lookalikes(rnd: random.Random, per: int = 12) -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------------------------------- real text
-_GLUED = re.compile(r"(?<=[a-z0-9\)\"”][.!?])(?=[A-Z])")
-
-
-def _sentences(text: str) -> list[str]:
-    text = _GLUED.sub(" ", text)
-    return [text[a:b].strip() for a, b in split_sentences(text) if 12 <= len(text[a:b].strip()) <= 400]
+_sentences = sentences
 
 
 def halueval_sentences(path: Path, limit: int) -> list[tuple[str, str]]:
@@ -342,7 +337,10 @@ def _has_cjk(text: str) -> bool:
     return re.search(r"[\u4e00-\u9fff]", text) is not None
 
 
-def build(cmrc: Path, halueval: Path, seed: int = 0, positives: int = 4000, halueval_items: int = 3000) -> list[Sentence]:
+def build(cmrc: Path, halueval: Path, seed: int = 0, positives: int = 4000, halueval_items: int = 3000,
+          manuals=None) -> list[Sentence]:
+    """Every training sentence; ``manuals`` (a cue test, e.g. verify/instructions.cued) adds the Debian manuals'
+    cued sentences (instruction_manuals.py: downloaded once) and the generated reader-addressed look-alikes."""
     rnd = random.Random(seed)
     rows: list[Sentence] = []
     pos = _en_positives(rnd, positives) + _zh_positives(rnd, positives)
@@ -357,6 +355,9 @@ def build(cmrc: Path, halueval: Path, seed: int = 0, positives: int = 4000, halu
     for src, items in real:
         for text, fam in items:
             rows.append(Sentence(text, 0, fam, src, split_of(fam)))
+    if manuals is not None:
+        rows += [Sentence(text, 0, fam, "reader", split_of(fam, 0.25)) for text, fam in reader_lookalikes(seed)]
+        rows += [Sentence(text, 0, fam, "manual", split_of(fam)) for text, fam, _ in manual_sentences(manuals)]
     return rows
 
 

