@@ -23,6 +23,9 @@ import tempfile
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "out" / "realdocs"
+# pinned: the question files' gold snippets quote these versions (apt-get download NAME=VERSION; sha256 checked)
+PINS = {"postgresql-doc-15": ("15.18-0+deb12u1", "3c598277a463c44d672daa2c335deb8d8252e1852fb025fd4578ea2d9a1b90f0"),
+        "debian-reference-zh-cn": ("2.100", "6d2d8d9a646397e28b04cdff23d2e4374101ebf9be348e35961af62c8a2d0977")}
 SETS = {
     "pg15": ("postgresql-doc-15", "usr/share/doc/postgresql-doc-15/html",
              ["tutorial*.html", "backup*.html", "continuous-archiving.html", "routine-*.html", "maintenance.html",
@@ -35,12 +38,14 @@ SETS = {
 
 
 def download(package: str, debs: Path) -> Path:
-    found = sorted(debs.glob(f"{package}_*.deb"))
-    if not found:
+    version, sha = PINS[package]
+    deb = debs / f"{package}_{version.replace(':', '%3a')}_all.deb"
+    if not deb.exists():
         debs.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["apt-get", "download", package], cwd=debs, check=True, capture_output=True)
-        found = sorted(debs.glob(f"{package}_*.deb"))
-    return found[-1]
+        subprocess.run(["apt-get", "download", f"{package}={version}"], cwd=debs, check=True, capture_output=True)
+    if hashlib.sha256(deb.read_bytes()).hexdigest() != sha:
+        raise SystemExit(f"{deb.name}: sha256 differs from the pinned one; the gold snippets quote that version")
+    return deb
 
 
 def build(name: str) -> dict:

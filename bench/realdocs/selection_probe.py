@@ -1,7 +1,8 @@
 """Context selection on paraphrased questions (issue 35 item 2), replayed on an eval run's traces, no model: for
 each answerable item whose gold passage reached the generator, is the answering snippet in what the generator was
 shown — with the selection as it ran, and with a candidate rule (``--floor``: a passage whose best sentence covers
-less than this weighted share of the question's terms is shown whole) — and what it costs in characters shown.
+less than this weighted share of the question's terms is shown whole: the shipped rule, 0.02 before issue 35) —
+and what it costs in characters shown.
 
     .venv/bin/python bench/realdocs/selection_probe.py --run bench/out/realdocs/eval-zh-dev-base \
         --kb bench/out/realdocs/kb-debref-zh --floors 0.02,0.2,0.3,0.4,1.01
@@ -15,27 +16,14 @@ from pathlib import Path
 
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import holds_gold
-from ragclinic.pipeline.generate import select
+from ragclinic.pipeline.generate.select import select_context
 from ragclinic.trace.store import load_trace
 from ragclinic.wiring import open_kb
 
 
 def shown(passages, question: str, floor: float) -> tuple[str, int]:
-    original = select.excerpt
-
-    def excerpt(text, q_terms, short_tokens=40, atype=None):
-        if q_terms:
-            sents = [s for s in select.split_sentences(text)]
-            best = max((select.weighted_coverage(q_terms, text[a:b]) for a, b in sents), default=0.0)
-            if best < floor:
-                return text
-        return original(text, q_terms, short_tokens, atype)
-
-    select.excerpt = excerpt
-    try:
-        sel = select.select_context(question, passages, threshold=None)
-    finally:
-        select.excerpt = original
+    """What the selection shows with ``floor`` (the ``context_select_floor`` setting), no verifier threshold."""
+    sel = select_context(question, passages, threshold=None, floor=floor)
     return " ".join(t for _, t in sel.excerpts), sel.chars_shown
 
 

@@ -43,3 +43,32 @@ def test_a_generated_manual_keeps_its_headings_code_and_definitions(tmp_path):
     assert "--schema-only" in doc.text[:definition]
     assert "Prev" not in doc.text and "Home" not in doc.text, "navigation bars are boilerplate"
     assert doc.text.count("3.1. The host name") == 1, "the table of contents is boilerplate"
+
+
+BLOG = f"""<!DOCTYPE html><html><head><title>Why foxes jump</title></head><body>
+<div class="site-title">My Fox Blog</div><div class="menu"><a href="/">Home</a> <a href="/about">About</a></div>
+<div class="content"><article><h1>Why foxes jump</h1><p>{PROSE * 2}</p><h2>The real reason</h2><p>{PROSE * 2}</p>
+</article><div class="comments"><h3>3 Comments</h3><p>Great post!</p></div></div>
+<div class="widgets"><h3>Recent Posts</h3><ul><li>Foxes at night</li><li>Badgers</li></ul><h4>Archives</h4>
+<ul><li>May 2024</li></ul></div><p>Powered by WordPress</p></body></html>"""
+
+
+def test_an_ordinary_web_page_keeps_trafilaturas_clean_extraction(tmp_path):
+    """Headings trafilatura drops with the boilerplate it finds itself ("Recent Posts") are no reason to convert
+    the whole page: its article's headings were kept."""
+    path = tmp_path / "post.html"
+    path.write_text(BLOG, encoding="utf-8")
+    doc = parse_one(path).document
+    assert "The real reason" in {s.path[-1] for s in doc.sections}
+    assert "Powered by WordPress" not in doc.text and "Recent Posts" not in doc.text and "About" not in doc.text
+
+
+def test_the_whole_page_conversion_keeps_angle_brackets_and_hash_signs_as_text(tmp_path):
+    page = PAGE.replace(f"<p>{PROSE}</p></div></div>", "<p>Write the address as &lt;hostname&gt;:&lt;port&gt; in the "
+                        "file.</p><p># is the comment character in pg_hba.conf files.</p></div></div>")
+    path = tmp_path / "ch03.html"
+    path.write_text(page, encoding="utf-8")
+    doc = parse_one(path).document
+    assert "Write the address as <hostname>:<port> in the file." in doc.text
+    assert "# is the comment character" in doc.text
+    assert not any("comment character" in p for s in doc.sections for p in s.path)

@@ -12,7 +12,8 @@
 4. Manuals built by documentation generators (DocBook, Sphinx, Asciidoctor: the PostgreSQL manual, Debian
    Reference) wrap each heading in nested ``<div>``s, and trafilatura drops every such heading, leaving the
    page without sections (and <pre> blocks without fences, so a ``# command`` line read as a heading). When the
-   page has headings and trafilatura's Markdown kept none of them, the page without its declared boilerplate
+   page has two or more headings and trafilatura's Markdown (not empty) kept none of them — a blog or news page
+   whose article headings it kept keeps its clean extraction — the page without its declared boilerplate
    (navigation bars and tables of contents included) is converted whole by markdownify: headings, fenced code
    blocks and tables as the markup has them (issue 35).
 
@@ -101,7 +102,7 @@ def _extract(root) -> tuple[str, str, str]:
     _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
     _promote_header_rows(clean)
     article = _main_content(copy.deepcopy(clean))  # trafilatura edits the tree it is given
-    if _lost_headings(clean, article):
+    if article and _lost_headings(clean, article):
         article = _whole_markdown(clean)
     return article, _lines(root), _lines(clean)
 
@@ -110,12 +111,16 @@ _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 def _lost_headings(clean, article: str) -> bool:
-    """The page has at least two headings and trafilatura's Markdown kept fewer than half of them as headings
-    (see step 4; a ``# command`` line of a code block it left unfenced is no heading of the page)."""
-    heads = [" ".join(h.text_content().split()) for h in clean.iter(*_HEADINGS)]
-    heads = [h for h in heads if h]
-    kept = {" ".join(m.group(1).split()) for m in re.finditer(r"^#{1,6} +(.+?) *#*$", article, re.M)}
-    return len(heads) >= 2 and 2 * sum(h in kept for h in heads) < len(heads)
+    """The page has at least two headings and trafilatura's Markdown kept none of them as a heading (see step 4;
+    a ``# command`` line of a code block it left unfenced is no heading of the page). Headings trafilatura drops
+    with the boilerplate it finds itself ("Recent posts", "3 comments") are no loss: one kept heading is enough."""
+    heads = {_plain(h.text_content()) for h in clean.iter(*_HEADINGS)} - {""}
+    kept = {_plain(m.group(1)) for m in re.finditer(r"^#{1,6} +(.+?) *#*$", article, re.M)}
+    return len(heads) >= 2 and not heads & kept
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.sub(r"[*_`\\]", "", text).split())  # "## The *real* reason" is the heading "The real reason"
 
 
 def _whole_markdown(clean) -> str:
@@ -131,7 +136,8 @@ def _whole_markdown(clean) -> str:
         else:
             el.drop_tag()
     html = etree.tostring(body, encoding="unicode")
-    md = markdownify(html, heading_style="ATX", strip=["a", "img"], escape_misc=False)
+    # escape_misc: "<hostname>" in prose and a paragraph starting with "#" stay text (markdown-it unescapes them)
+    md = markdownify(html, heading_style="ATX", strip=["a", "img"], escape_misc=True)
     return re.sub(r"\n{3,}", "\n\n", md).strip()
 
 
