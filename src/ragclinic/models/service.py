@@ -37,6 +37,10 @@ from ragclinic.models.process import EOF, describe_exit, drain, pump, worker_env
 log = logging.getLogger("ragclinic.models.service")
 
 
+# a worker's start (a Python process importing its backend, then loading the weights) is never given less than this,
+# however short llm_call_timeout is: on a loaded machine the import alone can take seconds
+LOAD_FLOOR_S = 30.0
+
 class StartFailed(ModelError):
     """The worker could not load the model (it died loading it, or answered that it cannot)."""
 
@@ -159,7 +163,7 @@ class ModelService:
         self.starts += 1
         self._worker = w
         try:
-            reply = self._request(self._load_request())
+            reply = self._request(self._load_request(), timeout=max(self.timeout, LOAD_FLOOR_S))
         except ModelCrashed as e:
             raise StartFailed(f"{self.label} could not start: {e.reason}") from None
         except ModelError as e:  # the worker answered that it cannot load the model
@@ -203,19 +207,20 @@ class ModelService:
                 self._stop(kill=True)  # interrupted mid-reply (Ctrl-C, a failing on_token): its replies are stale
                 raise
 
-    def _request(self, request: dict, on_token: TokenCallback | None = None) -> dict:
+    def _request(self, request: dict, on_token: TokenCallback | None = None, timeout: float | None = None) -> dict:
         w = self._worker
+        timeout = self.timeout if timeout is None else timeout
         try:
             w.send(json.dumps(request) + "\n")  # ASCII: any str, lone surrogates included
         except (BrokenPipeError, OSError, ValueError):
             raise self._crashed(w, "") from None
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 line = w.replies.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 w.kill()
-                raise self._crashed(w, f"no reply within llm_call_timeout={self.timeout:.0f} s") from None
+                raise self._crashed(w, f"no reply within llm_call_timeout={timeout:g} s") from None
             if line is EOF:
                 raise self._crashed(w, "")
             try:
