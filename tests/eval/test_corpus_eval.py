@@ -170,3 +170,15 @@ def test_split_keeps_only_its_items(tmp_path, small_chunks):
     assert "Asked against the folder" in (tmp_path / "o" / "report.md").read_text(encoding="utf-8")
     bad = invoke("--dataset", f"jsonl:{q}", "--corpus", str(folder), "--llm", "fake", "--split", "test")
     assert bad.exit_code == 2 and "'dev', 'heldout'" in bad.output
+
+
+def test_a_run_over_a_changed_folder_does_not_resume_the_old_one(tmp_path, small_chunks):
+    """The checkpoint names the folder's content, not only its path: rows over the old files never mix in."""
+    folder, q = write_folder(tmp_path), write_questions(tmp_path)
+    args = ("--dataset", f"jsonl:{q}", "--corpus", str(folder), "--llm", "fake", "--arms", "plain", "--split",
+            "heldout", "--out", str(tmp_path / "o"))
+    assert invoke(*args).exit_code == 0
+    first = next(p for p in folder.iterdir() if p.is_file())
+    first.write_text(first.read_text(encoding="utf-8") + "\n\nA sentence added later.\n", encoding="utf-8")
+    r = invoke(*args)
+    assert r.exit_code == 2 and "corpus_digest" in r.output and "another run" in r.output

@@ -252,6 +252,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
                    "missing need negative ones, counterfactual wrong ones)")
     from ragclinic import wiring  # on use: the store and the models
     from ragclinic.config import Settings  # on use: pydantic settings
+    from ragclinic.eval.corpus import corpus_digest  # on use: when the command runs (fast --help)
 
     settings = Settings.load(None, llm=llm)
     # one model for every case (each case has its own parts); with --ray, one per worker instead
@@ -263,7 +264,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
         _same_run(out_dir, {"task": mode == "faults" and "doctor" or "rag", "dataset": data.source, "seed": seed,
                             "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline",
                             "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor"))),
-                            "corpus": str(corpus.resolve()) if corpus else None, "split": split})
+                            "corpus": str(corpus.resolve()) if corpus else None, "split": split,
+                            "corpus_digest": corpus_digest(corpus) if corpus else None})  # files changed: another run
     with _shared_kb(kb_dir, corpus, settings.llm, lm) as (shared, folder):
         rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
                        shared_kb=shared, progress=tick, arms=arms, ray=ray)
