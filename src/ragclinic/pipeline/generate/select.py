@@ -73,7 +73,7 @@ def excerpt(text: str, q_terms: frozenset[str], short_tokens: int = 40, atype: s
             floor: float = 0.02) -> str:
     """The answer-bearing sentences of ``text`` and their neighbours (``text`` itself when short, or when no
     sentence covers ``floor`` of the question's terms: a paraphrased question shares too few words with its
-    answer for overlap to find it — the answering sentence was cut from 4 of 6 gold passages on Debian
+    answer for overlap to find it — the answering sentence was cut from 6 of 13 gold passages on Debian
     Reference's Chinese questions, bench/RESULTS.md "Issue 35")."""
     spans = [(a, b) for a, b in split_sentences(text) if text[a:b].strip()]
     if approx_tokens(text) <= short_tokens or len(spans) <= 2 or not q_terms:
