@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from ragclinic.config import Settings
+from ragclinic.eval.tasks.gold import holds_gold
 from ragclinic.pipeline.parse import parse_source
 from ragclinic.types import Parsed, SourceFile
 
@@ -36,11 +37,6 @@ def page_text(path: Path) -> str:
     data = path.read_bytes()
     source = SourceFile(path, data, hashlib.sha256(data).hexdigest(), 0.0, len(data))
     return "\n\n".join(i.document.text for i in parse_source(source, Settings()) if isinstance(i, Parsed))
-
-
-def norm(s: str) -> str:
-    """Compared without whitespace and Markdown marks (as eval/tasks/gold.py): renderings of one text match."""
-    return re.sub(r"[\s`*_|\\]+", "", s).lower()
 
 
 def units(s: str) -> set[str]:
@@ -97,7 +93,7 @@ def main() -> None:
             texts[r["page"]] = page_text(pages / r["page"]) if (pages / r["page"]).exists() else ""
         text = texts[r["page"]]
         for g in r["gold"]:
-            if norm(g) not in norm(text):
+            if not holds_gold(text, [g]):
                 bad.append(f"{rid}: gold snippet not in {r['page']}: {g[:80]!r}")
                 break
         else:

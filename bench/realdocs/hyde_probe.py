@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ragclinic.config import Settings
+from ragclinic.eval.tasks.gold import gold_rank
 from ragclinic.models.llm import Message
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.pipeline.retrieve.layer import interleave
@@ -31,13 +32,8 @@ PROMPT = {
 }
 
 
-def norm(s: str) -> str:
-    """Compared without whitespace and Markdown marks (as eval/tasks/gold.py): renderings of one text match."""
-    return re.sub(r"[\s`*_|\\]+", "", s).lower()
-
-
 def rank(hits, gold) -> int | None:
-    return next((i for i, h in enumerate(hits, 1) if any(norm(g) in norm(h.chunk.text) for g in gold)), None)
+    return gold_rank([h.chunk.text for h in hits], gold)
 
 
 def main() -> None:

@@ -12,26 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 from pathlib import Path
 
 from ragclinic.config import Settings
+from ragclinic.eval.tasks.gold import gold_rank
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.wiring import open_kb
-
-
-def norm(s: str) -> str:
-    """Compared without whitespace and Markdown marks (as eval/tasks/gold.py): renderings of one text match."""
-    return re.sub(r"[\s`*_|\\]+", "", s).lower()
-
-
-def gold_rank(hits, gold: list[str]) -> int | None:
-    for i, h in enumerate(hits, 1):
-        text = norm(h.chunk.text)
-        if any(norm(g) in text for g in gold):
-            return i
-    return None
 
 
 def main() -> None:
@@ -47,7 +34,7 @@ def main() -> None:
     out, misses = {"questions": len(rows), "split": a.split}, []
     for name in a.retrievers.split(","):
         retriever = create_retriever(kb, name)
-        ranks = [gold_rank(retriever.retrieve(r["question"], 20), r["gold"]) for r in rows]
+        ranks = [gold_rank([h.chunk.text for h in retriever.retrieve(r["question"], 20)], r["gold"]) for r in rows]
         out[name] = {f"recall@{k}": round(sum(1 for x in ranks if x and x <= k) / len(rows), 3) for k in (1, 5, 10, 20)}
         out[name]["mrr@10"] = round(statistics.fmean(1 / x if x and x <= 10 else 0 for x in ranks), 3)
         if name == "hybrid":
