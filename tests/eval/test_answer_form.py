@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragclinic.eval.answer_form import form_violations
+from ragclinic.eval.answer_form import _source_talk, form_violations
+from ragclinic.pipeline.gate.templates import render
 
 
 def ask(text: str, cited=(1, 2, 3, 4, 5), refused: bool = False, **citation) -> dict:
@@ -78,8 +79,8 @@ CLEAN_EN = [
     ask("The Security Service (MI5) handles counter-intelligence [1]."),
     ask("Nitric oxide dissolves as the [NO] ion [2]."),
     # refusals: the fixed templates and the naive peer's fixed phrase
-    ask("I can't answer this from the documents: none of the retrieved passages contains the answer, and I won't "
-        "guess.", cited=(), refused=True),
+    ask("I can't answer this from the documents: they do not contain the answer, and I won't guess.", cited=(),
+        refused=True),
     ask("I can't make this comparison from the documents: I found evidence about Alpha but not about Beta.",
         cited=(), refused=True),
     ask("insufficient information", cited=(), refused=True),
@@ -99,7 +100,7 @@ CLEAN_ZH = [
     ask("【原作】中的气化人需要大量的水份才能生存[3]。"),
     ask("文档之间存在分歧：70个议席[1]；而170个议席[2]。"),
     ask("玩家以水枪、小枪、锤子或是水炸弹泡封敌人[1、2]。", cited=(1, 2)),
-    ask("无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。", cited=(), refused=True),
+    ask("无法根据文档回答这个问题：文档中没有找到答案，我不会猜测。", cited=(), refused=True),
     ask("无法回答：知识库（在所请求的范围内）中没有与该问题相关的内容。", cited=(), refused=True),
     # the generate layer's fixed refusal sentence: a refusal has to say where it looked
     ask("文档中没有提到。", cited=(), refused=True),
@@ -173,3 +174,11 @@ def test_the_constraint_checks_refusals_are_clean():
     """The generate layer's refusals for a broken constraint are fixed wording, like the gate's templates."""
     assert form_violations({"answer": "The documents give 2020 for this; the question asks about 2021.", "citations": []}) == []
     assert form_violations({"answer": "文档中没有提到《悲伤逆流成河》。", "citations": []}) == []
+
+
+def test_the_no_evidence_refusal_names_the_documents_not_the_passages():
+    """A refusal may say where it looked ("the documents"), as the peer's does; it must not talk about the retrieved
+    passages. Checked on the template's own words, without the exemption the form checks give refusals."""
+    for question in ("When was it founded?", "它是哪一年创办的？"):
+        words = [v.split(": ", 1)[1].lower() for v in _source_talk(render("no_evidence", question), "")]
+        assert words and not [w for w in words if "passage" in w or "段" in w or "检索" in w], words

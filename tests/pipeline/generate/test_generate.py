@@ -212,3 +212,24 @@ def test_a_points_answer_streams_once_exactly_as_returned(tmp_path):
     a = state.answer
     assert a.route == "answer" and "".join(pieces) == a.text and a.text.count("Duration measures") == 1
     kb.close()
+
+
+def test_a_right_answer_cited_to_the_wrong_passage_is_recited_not_refused(make_settings):
+    """The 1.5B model answered "apt-cacher-ng" citing [2][3] while the table row naming it was [1]; the check refused
+    a right answer. Another shown passage that backs the claim becomes its citation; none: it stays unsupported."""
+    from ragclinic.pipeline.generate.citations import check_items
+    from ragclinic.pipeline.generate.base import Item
+    from ragclinic.verify.fake import FakeVerifier
+
+    class CheapVerifier(FakeVerifier):
+        cheap = True
+
+    row = "| apt-cacher-ng | V:4, I:5 | 1816 | a caching proxy for Debian packages |"
+    c = Chunk("c3", "d3", row, 0, len(row), (), None, "en", 20, 0)
+    passages = _passages() + [Passage(3, Hit(c, 1.0, (), 3), DocInfo("d3", "/d3.md", "Doc 3"), support=0.9)]
+    judge = CheapVerifier(rules={"caching proxy": 0.95})
+    q = "Our office has dozens of Debian machines; which tool keeps one shared cache of the packages they download?"
+    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages, judge, make_settings(), q)
+    assert claim.verdict == "supported" and claim.cited == (3,) and claim.checked_by.endswith("+recited")
+    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages[:2], judge, make_settings(), q)
+    assert claim.verdict == "unsupported" and claim.cited == (1, 2)

@@ -6,8 +6,7 @@ from ragclinic.text.lang import language_of
 
 _TEXT = {
     "en": {
-        "no_evidence": "I can't answer this from the documents: none of the retrieved passages contains the answer, "
-                       "and I won't guess.",
+        "no_evidence": "I can't answer this from the documents: they do not contain the answer, and I won't guess.",
         "no_hits": "I can't answer this: nothing in the knowledge base (within the requested scope) matches the "
                    "question.",
         "one_side": "I can't make this comparison from the documents: I found evidence about {found} but not "
@@ -34,9 +33,11 @@ _TEXT = {
                                 "before answering and the rest of the text was used.",
         "hidden_instructions": "{titles} holds instructions to the assistant in text a reader cannot see; that text "
                                "was left out when the document was read.",
+        "from_output": "This answer is read off program output printed in {titles} (a command's output or a log "
+                       "from one run), not from the text that explains it; check it before relying on it.",
     },
     "zh": {
-        "no_evidence": "无法根据文档回答这个问题：检索到的段落中没有包含答案的内容，我不会猜测。",
+        "no_evidence": "无法根据文档回答这个问题：文档中没有找到答案，我不会猜测。",
         "no_hits": "无法回答：知识库（在所请求的范围内）中没有与该问题相关的内容。",
         "one_side": "无法根据文档进行这一比较：找到了关于{found}的证据，但没有关于{missing}的证据。",
         "clarify": "这个问题中没有可以检索的关键词：能否更具体地说明您想问的内容？",
@@ -51,6 +52,7 @@ _TEXT = {
         "injected": "这个回答所依据的段落中含有针对助手的指令（{titles}），请谨慎对待。",
         "instructions_removed": "{places}中含有针对助手的指令，已在回答前删去，其余内容照常使用。",
         "hidden_instructions": "《{titles}》中有读者看不到的、针对助手的指令，读取文档时已将其略去。",
+        "from_output": "这个回答取自《{titles}》中印出的程序输出（某次运行的命令输出或日志），而不是说明文字；使用前请核实。",
     },
 }
 

@@ -33,7 +33,7 @@ VIOLATION_PHRASES = (
 # doctor's note naming the preferred source of a conflict, and the small model's empty confirmations
 # ("可以确认这一点。", "This is confirmed by the passage.").
 _SILENCE = re.compile(r"(documents? (do|does) not (say|mention|contain)|passages? (do|does) not (say|mention|contain)"
-                      r"|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档"
+                      r"|can't answer this from the documents|not (mentioned|stated) in the|文档中没有(提到|提及|说明)|段落中没有|无法根据文档"
                       r"|contradict the premise|与问题的前提相矛盾"
                       r"|^\s*is the (newer version of the|more recent|more authoritative) source|^\s*是(较新版本|较新|更权威)的来源)",
                       re.I)
@@ -138,6 +138,9 @@ def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge
         else:
             verdict, score, best, by, judge_budget = _judged(judge, judge_text(bare, question), pool, settings,
                                                              judge_budget)
+        if verdict == "unsupported" and cited and cheap(judge):
+            verdict, score, best, by, cited = _recited(judge, bare, passages, cited, question,
+                                                       (verdict, score, best, by, cited))
         if not cited and verdict == "supported":
             verdict = "uncited"
         if verdict == "supported" and len(cited) > 1:
@@ -157,6 +160,20 @@ def _stating(judge, claim: str, cited: Sequence[Passage], best: Passage, setting
                     >= task_threshold(judge, "support", 0.5) or bool(question and backing(question, claim, p.chunk.text).backed))
         return lexical_support(claim, p.chunk.text) >= settings.claim_lexical_threshold
     return tuple(p.n for p in cited if states(p))
+
+
+def _recited(verifier, claim: str, passages: Sequence[Passage], cited: tuple[int, ...], question: str, kept):
+    """A claim its cited passages do not back, checked against the other passages shown: the small model cites the
+    wrong number beside a right answer ("apt-cacher-ng" [2][3] from the table row in [1]), and refusing such an
+    answer loses it. When another passage backs it (numbers included), the claim is supported with that passage
+    as its citation and ``+recited`` in how it was checked; else ``kept`` stands."""
+    others = [p for p in passages if p.n not in cited]
+    if not others:
+        return kept
+    verdict, score, best, by = _verified(verifier, claim, others, question)
+    if verdict != "supported" or _numbers_missing(claim, [best]):
+        return kept
+    return verdict, score, best, by + "+recited", (best.n,)
 
 
 def _numbers_missing(claim: str, pool: Sequence[Passage]) -> set[str]:

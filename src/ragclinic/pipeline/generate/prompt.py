@@ -15,7 +15,7 @@ from ragclinic.text.lang import language_of
 
 _FIELDS = {
     "short": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
-              'it asks for one, else one sentence; '
+              'it asks for one; yes or no and the fact that decides it when it asks whether; else one sentence; '
               '"evidence": the numbers of the sources that state it.'),
     "points": ('"points": the answer as short statements, each with "text" and "evidence" (the numbers of the sources '
                'that state it). One statement for each step, item, cause or side the question asks for.'),
