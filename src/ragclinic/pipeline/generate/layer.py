@@ -12,6 +12,7 @@ from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import citation_of, violations
 from ragclinic.pipeline.generate.constraint_check import absent_names, absent_note, broken_constraints
 from ragclinic.pipeline.generate.draft import claims_of, drafted, model_declined, selection
+from ragclinic.pipeline.generate.printed_output import printed_sources
 from ragclinic.pipeline.generate.structured import completion
 from ragclinic.pipeline.generate.retry import constraint_retry, none_backed, retry_declined, retry_unsupported
 from ragclinic.pipeline.reason import stage
@@ -43,10 +44,7 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     cited = sorted({n for c in claims for n in c.cited if c.verdict != "invalid_citation"})
     by_n = {p.n: p for p in state.passages}
     citations = tuple(citation_of(by_n[n]) for n in cited if n in by_n)
-    found, notes = None, []
-    if route == "answer" and (absent := absent_names(q, passages)):  # a note, not a refusal: see constraint_check
-        notes.append(absent_note(q, absent))
-        flags.append(f"name_not_in_passages: {', '.join(n.text for n in absent)}")
+    found, notes = None, _notes(q, passages, claims, by_n, flags) if route == "answer" else []
     if route == "answer":
         text, found, citations, chain_notes = stage.chain(ctx, state, text, citations)
         notes += chain_notes
@@ -84,6 +82,20 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
     if route == "answer":
         text, claims = stage.revise(ctx, state, text, claims, generator, flags)
     return route, claims, text, generator, unbacked
+
+
+def _notes(q: str, passages, claims, by_n, flags: list[str]) -> list[str]:
+    """Notes shown beside an answer (never in its text): a name the question asks about that no passage has (a
+    note, not a refusal: see constraint_check), an answer read off program output printed in a manual."""
+    notes = []
+    if absent := absent_names(q, passages):
+        notes.append(absent_note(q, absent))
+        flags.append(f"name_not_in_passages: {', '.join(n.text for n in absent)}")
+    if printed := printed_sources(q, claims, by_n):
+        notes.append(render("from_output", q, titles=", ".join(dict.fromkeys(p.doc.title or p.doc.path
+                                                                              for p in printed))))
+        flags.append(f"from_program_output: {', '.join(f'[{p.n}]' for p in printed)}")
+    return notes
 
 
 def _flags(state: AskState, text: str, claims) -> list[str]:

@@ -1,0 +1,78 @@
+"""Answers taken from program output printed in a manual (issue 35 item 5).
+
+Manuals print what commands answer and what builds log: "$ createuser --interactive joe" followed by the questions
+it asks, a server's "LOG:  database system is ready", "checking for gcc... yes". Such lines are examples of one
+run on one machine, not what the manual states: an answer whose words come only from them (a size limit read off a
+build log) is flagged, and the user is told where it came from, beside the answer.
+
+A fenced block's lines after a prompt line ("$ ", "# ", "=> ", "postgres=#", ">>> ") that are not prompts
+themselves are output; in a block with no prompt, the lines that look like a log (a timestamp, "LOG:", "ERROR:",
+"make[1]:", "checking for …", "gcc -c …") are. The answer part of a claim (its terms and numbers the question
+lacks, verify/answer_check.py) comes from output when a number of it, or half its terms, are in the output lines
+and not in the rest of the passage (its prose and the command lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from ragclinic.types import Claim, Passage
+from ragclinic.text.support import content_terms, numbers
+from ragclinic.verify.answer_check import answer_part
+
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
+_PROMPT = re.compile(r"^\s*(?:\$|#|%|>>>|=>|-[>#]|\w[\w-]*[=#]>?|\w+@[\w.-]+[:~\w/]*[$#]|C:\\[^>]*>)\s")
+_LOG = re.compile(r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\s*\d+\.\d+\]|(?:LOG|ERROR|WARNING|FATAL|PANIC|DEBUG|INFO|"
+                  r"NOTICE|DETAIL|HINT|STATEMENT|CONTEXT):\s|g?make(?:\[\d+\])?:|checking (?:for|whether|if) |"
+                  r"(?:gcc|cc|clang|g\+\+|ld|ar)\s+-|configure:|In file included from|\S+\.[ch]:\d+:)")
+
+
+def output_lines(text: str) -> list[str]:
+    """The lines of ``text`` that are program output printed in a fenced block."""
+    out: list[str] = []
+    for m in _FENCED.finditer(text):
+        lines = [ln for ln in m.group(2).splitlines() if ln.strip()]
+        if any(_PROMPT.match(ln) for ln in lines):
+            seen_prompt = False
+            for ln in lines:
+                if _PROMPT.match(ln):
+                    seen_prompt = True
+                elif seen_prompt:
+                    out.append(ln)
+        else:
+            out += [ln for ln in lines if _LOG.match(ln)]
+    return out
+
+
+def from_output(question: str, claim: str, passage: str) -> bool:
+    """The claim's answer part is in the passage's printed output and nowhere else in it."""
+    printed = output_lines(passage)
+    if not printed:
+        return False
+    terms, nums = answer_part(question, claim)
+    if not terms and not nums:
+        return False
+    out_text = "\n".join(printed)
+    rest = passage
+    for ln in printed:
+        rest = rest.replace(ln, " ")
+    out_terms, out_nums = content_terms(out_text), numbers(out_text)
+    rest_terms, rest_nums = content_terms(rest), numbers(rest)
+    if (nums & out_nums) - rest_nums:  # a number only the output has: "128 MB" from a log line
+        return True
+    only_out = (terms & out_terms) - rest_terms
+    return bool(only_out) and len(only_out) * 2 >= len(terms)
+
+
+def printed_sources(question: str, claims: Sequence[Claim], by_n: Mapping[int, Passage]) -> list[Passage]:
+    """The cited passages a supported claim was taken from printed output of (each once, in citation order)."""
+    found: dict[int, Passage] = {}
+    for c in claims:
+        if c.verdict not in ("supported", "uncited"):
+            continue
+        for n in c.cited:
+            p = by_n.get(n)
+            if p is not None and n not in found and from_output(question, c.text, p.chunk.text):
+                found[n] = p
+    return list(found.values())

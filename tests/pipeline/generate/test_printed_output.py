@@ -1,0 +1,66 @@
+"""Answers read off program output printed in a manual are flagged, with a note beside the answer (issue 35)."""
+
+from __future__ import annotations
+
+from helpers import build_kb
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.pipeline.generate.printed_output import from_output, output_lines
+from ragclinic.pipeline.runner import Pipeline
+
+CREATEUSER = """To create a user joe with prompting for some additional attributes:
+
+```
+$ createuser --interactive joe
+Shall the new role be a superuser? (y/n) n
+Shall the new role be allowed to create databases? (y/n) n
+```
+"""
+
+BUILD = """Building the server takes a few minutes on a current machine.
+
+```
+checking for gcc... gcc
+checking whether the C compiler works... yes
+gcc -O2 -c relcache.c -o relcache.o
+make[1]: Leaving directory '/build/src/backend'
+LOG:  shared memory segment of 128 MB allocated
+```
+
+The block size is set at build time with --with-blocksize and defaults to 8 kB.
+"""
+
+
+def test_output_lines_are_what_follows_a_prompt_or_looks_like_a_log():
+    assert output_lines(CREATEUSER) == ["Shall the new role be a superuser? (y/n) n",
+                                        "Shall the new role be allowed to create databases? (y/n) n"]
+    assert output_lines(BUILD) == ["checking for gcc... gcc", "checking whether the C compiler works... yes",
+                                   "gcc -O2 -c relcache.c -o relcache.o",
+                                   "make[1]: Leaving directory '/build/src/backend'",
+                                   "LOG:  shared memory segment of 128 MB allocated"]
+    assert output_lines("```\nSELECT 1;\nCREATE TABLE t (a int);\n```") == []  # a listing, not output
+    assert output_lines("Prose only: $ is a dollar.") == []
+
+
+def test_an_answer_only_the_log_holds_is_from_output_and_one_the_prose_states_is_not():
+    q = "How much shared memory does the server take?"
+    assert from_output(q, "128 MB", BUILD)
+    assert not from_output("What is the default block size?", "8 kB", BUILD)  # the prose states it
+    assert not from_output("Which option sets the block size?", "--with-blocksize", BUILD)
+    assert from_output("What does createuser --interactive ask?", "whether the new role may create databases",
+                       CREATEUSER)
+
+
+def test_the_answer_carries_a_note_and_a_flag_and_its_text_stays_clean(tmp_path):
+    kb = build_kb(tmp_path, {"install.md": "# Installation\n\n" + BUILD})
+    lm = ScriptedLanguageModel(['{"status": "answered", "answer": "128 MB", "evidence": [1]}'], yes_prob=0.95)
+    state, _ = Pipeline(kb, lm=lm).ask(
+        "How much shared memory does the server take?")
+    a = state.answer
+    assert a.route == "answer" and a.text.startswith("128 MB")
+    assert any(f.startswith("from_program_output: [1]") for f in a.flags)
+    assert any("program output printed in" in n for n in a.notes) and "program output" not in a.text
+    lm = ScriptedLanguageModel(['{"status": "answered", "answer": "8 kB", "evidence": [1]}'], yes_prob=0.95)
+    state, _ = Pipeline(kb, lm=lm).ask("What is the default block size?")
+    assert state.answer.route == "answer" and state.answer.text.startswith("8 kB")
+    assert not any(f.startswith("from_program_output") for f in state.answer.flags) and not state.answer.notes
+    kb.close()
