@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from helpers import build_kb
-from ragclinic.text.headers import index_text
+from ragclinic.text.headers import index_text, plain
 from ragclinic.pipeline.retrieve import create_retriever
 
 
@@ -32,7 +32,7 @@ def test_a_later_chunk_is_found_by_its_document_title(tmp_path):
 def test_knowledge_bases_from_before_the_setting_keep_their_behaviour(tmp_path):
     kb = build_kb(tmp_path, {"a.md": "# A\n\ntext\n"})
     stored = json.loads(kb.db.meta("kb_settings"))
-    del stored["chunk_context"]
+    del stored["chunk_context"], stored["index_plain"]
     with kb.db.transaction():
         kb.db.set_meta("kb_settings", json.dumps(stored))
     kb.close()
@@ -44,4 +44,36 @@ def test_knowledge_bases_from_before_the_setting_keep_their_behaviour(tmp_path):
     assert json.loads(again.db.meta("kb_settings"))["chunk_context"] is False
     assert again.settings.chunk_context is False  # and it runs with it
     assert Settings.load(tmp_path / "kb").chunk_context is False  # recorded for the next open
+    assert again.settings.index_plain is False and Settings.load(tmp_path / "kb").index_plain is False
     again.close()
+
+
+TABLE = """2.7.9. 限制 APT 的下载带宽
+
+| 软件包 | 流行度 | 说明 |
+|---|---|---|
+| `apt-cacher-ng` | V:4, I:5 | 分发软件包的**缓存代理** |
+
+```
+\\# echo "penguin  ALL=(ALL) NOPASSWD:ALL" >> /etc/sudoers
+```
+"""
+
+
+def test_the_indexes_see_a_manual_chunk_without_its_markup():
+    """Table pipes and rules, fences, backquotes, emphasis and markdownify's escapes are markup, not meaning: on
+    table-heavy manual chunks they were most of what e5 embedded. Words, numbers, paths and line breaks stay."""
+    assert plain(TABLE) == ("2.7.9. 限制 APT 的下载带宽\n软件包 流行度 说明\napt-cacher-ng V:4, I:5 分发软件包的缓存代理\n"
+                            'echo "penguin ALL=(ALL) NOPASSWD:ALL" >> /etc/sudoers')
+    assert plain("## Client Authentication\n\nEdit *pg_hba.conf*: 1000 * 3") == \
+        "Client Authentication\nEdit pg_hba.conf: 1000 * 3"
+    assert index_text(TABLE, "Debian 参考手册", ("第 2 章",), keep_markup=False).startswith("Debian 参考手册 › 第 2 章\n2.7.9.")
+    assert index_text(TABLE, "", (), enabled=False) == TABLE  # kept unless asked
+
+
+def test_a_table_row_is_found_by_its_words_and_cited_with_its_markup(tmp_path):
+    kb = build_kb(tmp_path, {"apt.md": TABLE})
+    assert kb.settings.index_plain is True
+    [hit] = create_retriever(kb, "lexical").retrieve("apt-cacher-ng 缓存代理", 1)
+    assert "| apt-cacher-ng | V:4, I:5 |" in hit.chunk.text
+    kb.close()

@@ -22,9 +22,9 @@ from ragclinic.errors import ConfigError
 # Settings that define what is stored: changing them on an existing KB would mix incompatible data,
 # so they are written into the KB's settings file when the KB is created.
 KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_tokens", "overlap_max_tokens",
-               "lexical_stem", "chunk_context")
+               "lexical_stem", "chunk_context", "index_plain")
 # What a KB made before a setting became KB-defining was built with (when that differs from today's default).
-LEGACY_VALUES = {"chunk_context": False}
+LEGACY_VALUES = {"chunk_context": False, "index_plain": False}
 
 
 def _default_cache_dir() -> Path:
@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     lexical_stem: bool = Field(True, description="Snowball-stem English tokens in the lexical index.")
     chunk_context: bool = Field(True, description="Index each chunk with its document title and section path "
                                                   "(contextual header); the cited text is unchanged.")
+    index_plain: bool = Field(True, description="Index each chunk without its Markdown markup (table rules and "
+                                                "pipes, code fences, backquotes, escapes, heading marks); the cited "
+                                                "text keeps it.")
 
     # --- retrieval
     retriever: str = Field("hybrid", description="lexical, dense or hybrid (fusion of both).")

@@ -232,8 +232,9 @@ class _Writer:
         if not self.docs and not self.files:
             return
         work = [d for d in self.docs if d.report is not None]
-        ctx = self.kb.settings.chunk_context
-        texts = [index_text(c.text, d.parsed.document.title, c.section, ctx) for d in work for c in d.chunks]
+        ctx, plain = self.kb.settings.chunk_context, self.kb.settings.index_plain
+        texts = [index_text(c.text, d.parsed.document.title, c.section, ctx, keep_markup=not plain)
+                 for d in work for c in d.chunks]
         vectors = None
         if self.embedder is not None and texts:
             try:

@@ -146,15 +146,17 @@ class Database:
     def iter_chunk_texts(self) -> Iterator[tuple[int, str]]:
         yield from self.conn.execute("SELECT rowid, text FROM chunks ORDER BY rowid")
 
-    def iter_index_texts(self, context: bool, rowids: Sequence[int] | None = None) -> Iterator[tuple[int, str]]:
-        """(rowid, text the indexes see): the chunk text, with its contextual header when ``context``."""
+    def iter_index_texts(self, context: bool, rowids: Sequence[int] | None = None, plain: bool = False
+                         ) -> Iterator[tuple[int, str]]:
+        """(rowid, text the indexes see): the chunk text, with its contextual header when ``context``, without its
+        Markdown markup when ``plain``."""
         sql = ("SELECT c.rowid, c.text, c.section, d.title FROM chunks c JOIN documents d ON d.doc_id = c.doc_id")
         batches = [None] if rowids is None else [list(rowids[i:i + 500]) for i in range(0, len(rowids), 500)]
         for part in batches:
             q = sql + (" ORDER BY c.rowid" if part is None else
                        f" WHERE c.rowid IN ({','.join('?' * len(part))}) ORDER BY c.rowid")
             for rid, text, section, title in self.conn.execute(q, part or []):
-                yield rid, index_text(text, title, json.loads(section), context)
+                yield rid, index_text(text, title, json.loads(section), context, keep_markup=not plain)
 
     def embeddings(self, dim: int, rowids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(rowids, vectors) of all embedded chunks, or of the given rows that still exist."""

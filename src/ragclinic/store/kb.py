@@ -189,12 +189,14 @@ class KnowledgeBase:
         if action == "rebuild":
             ix.clear()
             ix.add((rid, analyze_to_string(text, stem))
-                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context))
+                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context,
+                                                          plain=self.settings.index_plain))
         elif action == "catch-up":
             adds, dels = _net_changes(self.db.changes_since(ix.stamp() or 0))
             ix.remove(sorted(dels))
             ix.add((rid, analyze_to_string(text, stem))
-                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context, sorted(adds)))
+                   for rid, text in self.db.iter_index_texts(self.settings.chunk_context, sorted(adds),
+                                                          plain=self.settings.index_plain))
         if action != "fresh":
             ix.commit()
             ix.set_stamp(self.db.version)
