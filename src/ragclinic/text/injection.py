@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragclinic.text.printed import output_spans, within_output
 from ragclinic.text.sentences import paragraphs, split_sentences
 
 _EN = (
@@ -91,8 +92,12 @@ def find_instructions(text: str, detector=None) -> list[Span]:
             spans.append(Span(a, b, "addressed"))
         else:
             unaddressed.append(split_sentences(text[a:b], a))
-    sentences = [text[s:e] for sents in unaddressed for s, e in sents]
-    learned = iter(detector.flags(sentences) if detector is not None and sentences else [False] * len(sentences))
+    # printed program output ("FATAL:  password authentication failed for user") is data, not addressed to anyone:
+    # the learned detector does not read it; the rules still do
+    printed = output_spans(text) if detector is not None else []
+    read = [(s, e) for sents in unaddressed for s, e in sents if not within_output(printed, s, e, text)]
+    verdicts = dict(zip(read, detector.flags([text[s:e] for s, e in read]))) if detector is not None and read else {}
+    learned = iter([verdicts.get((s, e), False) for sents in unaddressed for s, e in sents])
     for sents in unaddressed:
         flagged = False
         for s, e in sents:

@@ -5,44 +5,19 @@ it asks, a server's "LOG:  database system is ready", "checking for gcc... yes".
 run on one machine, not what the manual states: an answer whose words come only from them (a size limit read off a
 build log) is flagged, and the user is told where it came from, beside the answer.
 
-A fenced block's lines after a prompt line ("$ ", "# ", "=> ", "postgres=#", ">>> ") that are not prompts
-themselves are output; in a block with no prompt, the lines that look like a log (a timestamp, "LOG:", "ERROR:",
-"make[1]:", "checking for …", "gcc -c …") are. The answer part of a claim (its terms and numbers the question
+What is output: text/printed.py. The answer part of a claim (its terms and numbers the question
 lacks, verify/answer_check.py) comes from output when a number of it, or half its terms, are in the output lines
 and not in the rest of the passage (its prose and the command lines).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from ragclinic.types import Claim, Passage
+from ragclinic.text.printed import output_lines
 from ragclinic.text.support import content_terms, numbers
 from ragclinic.verify.answer_check import answer_part
-
-_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
-_PROMPT = re.compile(r"^\s*(?:\$|#|%|>>>|=>|-[>#]|\w[\w-]*[=#]>?|\w+@[\w.-]+[:~\w/]*[$#]|C:\\[^>]*>)\s")
-_LOG = re.compile(r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\s*\d+\.\d+\]|(?:LOG|ERROR|WARNING|FATAL|PANIC|DEBUG|INFO|"
-                  r"NOTICE|DETAIL|HINT|STATEMENT|CONTEXT):\s|g?make(?:\[\d+\])?:|checking (?:for|whether|if) |"
-                  r"(?:gcc|cc|clang|g\+\+|ld|ar)\s+-|configure:|In file included from|\S+\.[ch]:\d+:)")
-
-
-def output_lines(text: str) -> list[str]:
-    """The lines of ``text`` that are program output printed in a fenced block."""
-    out: list[str] = []
-    for m in _FENCED.finditer(text):
-        lines = [ln for ln in m.group(2).splitlines() if ln.strip()]
-        if any(_PROMPT.match(ln) for ln in lines):
-            seen_prompt = False
-            for ln in lines:
-                if _PROMPT.match(ln):
-                    seen_prompt = True
-                elif seen_prompt:
-                    out.append(ln)
-        else:
-            out += [ln for ln in lines if _LOG.match(ln)]
-    return out
 
 
 def from_output(question: str, claim: str, passage: str) -> bool:
