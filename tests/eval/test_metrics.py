@@ -66,3 +66,14 @@ def test_bootstrap_delta():
     assert same == (0.0, 0.0, 0.0)
     with pytest.raises(ValueError):
         bootstrap_delta([], [])
+
+
+def test_an_alternative_that_normalising_reduces_to_a_letter_must_appear_as_written():
+    """"+t" (the sticky bit), "%p" (archive_command's path), "-j": normalised to "t", "p", "j" they were found in
+    almost any answer; a real-manual question set marked "设置 Set-Group-ID 位" correct for the sticky bit."""
+    sticky = (("粘滞位", "sticky", "+t"),)
+    assert not answer_correct("设置“Set-Group-ID”位，所有在目录里面创建的文件将属于目录所属的组", sticky)
+    assert answer_correct("用 chmod +t 给目录设置", sticky) and answer_correct("给目录设置粘滞位", sticky)
+    assert answer_correct("archive_command = 'cp %P /mnt/server/archivedir/%F'", (("%p",), ("%f",)))
+    assert not answer_correct("a copy of the file to the archive", (("%p", "%f"),))
+    assert answer_correct("第六届立法会共有70个议席。", (("70",),))  # digits and words as before

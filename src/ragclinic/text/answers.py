@@ -1,7 +1,9 @@
 """Answer matching (the evaluation harness's rule, and the debugger's test of an expected answer): answers are
 normalised (NFKC — full-width to half-width —, lower case, punctuation and spaces removed, thousands separators and
 trailing decimal zeros dropped) and an answer is correct when every required part has one accepted alternative
-inside the normalised response (RGB's rule), a number not being part of a longer one ("70" is not in "170")."""
+inside the normalised response (RGB's rule), a number not being part of a longer one ("70" is not in "170"). An
+alternative that normalising reduces to one or two characters by taking out its marks ("+t", "%p", "-j": a manual's
+flags and placeholders) must appear as written (NFKC, lower case): else "t" would be found in almost any answer."""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ def answer_correct(response: str, answers: Sequence[Sequence[str]]) -> bool:
     An alternative that starts or ends with a digit must not continue a longer number there: "70" is not in
     "170 seats" (the counterfactual passages of RGB change 70 into 170)."""
     resp, light = normalise(response), _light(response)
-    return bool(answers) and all(any(_found(a, resp, light) for a in alts) for alts in answers)
+    raw = unicodedata.normalize("NFKC", response).lower()
+    return bool(answers) and all(any(_found(a, resp, light, raw) for a in alts) for alts in answers)
 
 
 def _light(text: str) -> str:
@@ -42,8 +45,11 @@ def _light(text: str) -> str:
     return re.sub(r"(?<=\D) | (?=\D)", "", t)
 
 
-def _found(alt: str, resp: str, light: str) -> bool:
+def _found(alt: str, resp: str, light: str, raw: str) -> bool:
     a = normalise(alt)
+    written = unicodedata.normalize("NFKC", alt).strip().lower()
+    if 0 < len(a) <= 2 and a != written:  # "+t" → "t": the marks are the answer
+        return written in raw
     if not a or a not in resp:
         return False
     if not (a[0].isdigit() or a[-1].isdigit()):
