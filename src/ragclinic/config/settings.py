@@ -97,6 +97,8 @@ class Settings(BaseSettings):
 
     # --- retrieval
     retriever: str = Field("hybrid", description="lexical, dense or hybrid (fusion of both).")
+    crosslingual: bool = Field(True, description="A question in a language the documents hardly use is also searched "
+                                                 "in theirs: the model translates it (one short call).")
     fusion: str = Field("convex", pattern="^(convex|rrf)$",
                         description="Hybrid fusion: convex (min-max normalised scores, weighted) or rrf (ranks).")
     top_k: int = Field(10, ge=1, le=1000, description="Hits returned by retrieval.")

@@ -1,5 +1,6 @@
 """The retrieve layer: ``(context, state) → (state, RetrieveOutput)`` — the scope resolved to a pre-filter, the
-search (each of the treatment's queries, merged by turns), the optional rerank."""
+search (each of the treatment's queries, or the question and its translation into the documents' language
+(crosslingual.py), merged by turns), the optional rerank."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.retrieve.base import RETRIEVERS
+from ragclinic.pipeline.retrieve.crosslingual import queries_for
 from ragclinic.pipeline.retrieve.rerank import rerank
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.trace.views import RetrieveOutput
@@ -25,7 +27,7 @@ def retrieve(ctx: RunContext, state: AskState) -> tuple[AskState, RetrieveOutput
     if req.fusion_weights and hasattr(retriever, "weights"):
         retriever.weights = dict(req.fusion_weights)
     depth = max(req.top_k, s.rerank_depth) if req.rerank else req.top_k
-    queries = req.sub_questions or req.search_queries or (req.question,)
+    queries = req.sub_questions or req.search_queries or queries_for(ctx, req.question)
     runs = [retriever.retrieve(q, depth, res.allowed) for q in queries]
     hits = runs[0] if len(runs) == 1 else interleave(runs)
     if req.rerank and ctx.judge is not None:
