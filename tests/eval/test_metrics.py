@@ -77,3 +77,12 @@ def test_an_alternative_that_normalising_reduces_to_a_letter_must_appear_as_writ
     assert answer_correct("archive_command = 'cp %P /mnt/server/archivedir/%F'", (("%p",), ("%f",)))
     assert not answer_correct("a copy of the file to the archive", (("%p", "%f"),))
     assert answer_correct("第六届立法会共有70个议席。", (("70",),))  # digits and words as before
+
+
+def test_ordinary_alternatives_with_marks_match_as_before():
+    """The as-written rule is for flags and placeholders only: numbers, abbreviations and units keep the
+    normalised match and the number boundary."""
+    assert answer_correct("about 1.5 per cent", (("1.50",),)) and answer_correct("version 3", (("3.0",),))
+    assert answer_correct("5 % of them", (("5%",),)) and answer_correct("the US", (("U.S.",),))
+    assert answer_correct("AI", (("A.I.",),)) and answer_correct("共6个", (("6 个",),))
+    assert not answer_correct("15%", (("5%",),)) and not answer_correct("-10", (("-1",),))

@@ -77,3 +77,22 @@ def test_a_table_row_is_found_by_its_words_and_cited_with_its_markup(tmp_path):
     [hit] = create_retriever(kb, "lexical").retrieve("apt-cacher-ng 缓存代理", 1)
     assert "| apt-cacher-ng | V:4, I:5 |" in hit.chunk.text
     kb.close()
+
+
+def test_ingest_and_the_lexical_rebuild_index_the_same_text(tmp_path, monkeypatch):
+    """The dense index is written at ingest, the lexical one may be rebuilt later from the store: both must see
+    the same text for a chunk (header, no markup)."""
+    import ragclinic.ingest.runner as runner
+
+    seen: list[str] = []
+    real = runner.embed_with_cache
+
+    def spy(embedder, cache, texts, batch):
+        seen.extend(texts)
+        return real(embedder, cache, texts, batch)
+
+    monkeypatch.setattr(runner, "embed_with_cache", spy)
+    kb = build_kb(tmp_path, {"apt.md": "# 软件包缓存\n\n" + TABLE})
+    rebuilt = [t for _, t in kb.db.iter_index_texts(kb.settings.chunk_context, plain=kb.settings.index_plain)]
+    assert seen and seen == rebuilt and all("|" not in t and "`" not in t for t in seen)
+    kb.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import build_kb
-from ragclinic.config import Settings
+from ragclinic.clinic.clinic import _recorded_settings
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.trace.model import QUERY_LAYERS, Trace
 from ragclinic.trace.recorder import recorded_crashes
@@ -79,8 +79,9 @@ def test_frozen_replay_reaches_the_recorded_answer(path, kb):
     """As ``Clinic.replay`` does on a knowledge base at another version: from generate, the gate's recorded
     decision and passages (or the re-run's change), the model's outputs frozen."""
     trace = Trace.from_dict(_load(path))
-    recorded = {k: v for k, v in trace.settings.items() if k in Settings.model_fields and k not in ("kb", "cache_dir")}
-    settings = Settings.load(kb.settings.kb, **recorded, cache_dir=kb.settings.cache_dir)
+    settings = _recorded_settings(kb.settings, trace)  # what Clinic.replay runs with: settings added since (the
+    # answer prompt's wording, cross-lingual search) take the value the trace ran without them
+    assert settings.answer_prompt == 1 and settings.crosslingual is False
     state, _ = Pipeline(kb, lm=None, settings=settings).run(
         start_of(trace, "generate"), "generate", frozen=trace.model_calls, save=False,
         crashes=recorded_crashes(trace))

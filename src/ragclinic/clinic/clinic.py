@@ -25,7 +25,7 @@ from typing import Any
 from ragclinic import wiring
 from ragclinic.clinic.clarify import Clarifications
 from ragclinic.clinic.question import Consultation, Question
-from ragclinic.config import Settings
+from ragclinic.config import TRACE_LEGACY_VALUES, Settings
 from ragclinic.debugger import Debugger, Expectation
 from ragclinic.doctor import Doctor
 from ragclinic.errors import OutsideScope, RagclinicError
@@ -283,6 +283,8 @@ def _as_change(change: Change | None) -> Callable[[AskState], AskState] | None:
 
 def _recorded_settings(current: Settings, trace: Trace) -> Settings:
     """The settings the trace ran with (its settings dump) over the KB's; secrets are never dumped, and a
-    setting added since the trace keeps its current value."""
+    setting added since the trace keeps its current value — unless it changes the model calls (the answer prompt's
+    wording, the cross-lingual search): those take the value the trace ran without them (TRACE_LEGACY_VALUES)."""
     recorded = {k: v for k, v in trace.settings.items() if k in Settings.model_fields and k not in ("kb", "cache_dir")}
+    recorded |= {k: v for k, v in TRACE_LEGACY_VALUES.items() if k not in trace.settings}
     return Settings.load(current.kb, **recorded, cache_dir=current.cache_dir)

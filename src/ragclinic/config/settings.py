@@ -25,6 +25,8 @@ KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_
                "lexical_stem", "chunk_context", "index_plain")
 # What a KB made before a setting became KB-defining was built with (when that differs from today's default).
 LEGACY_VALUES = {"chunk_context": False, "index_plain": False}
+# What a trace recorded before a setting existed ran with: a replay of it must make the same model calls.
+TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False}
 
 
 def _default_cache_dir() -> Path:
@@ -97,6 +99,10 @@ class Settings(BaseSettings):
 
     # --- retrieval
     retriever: str = Field("hybrid", description="lexical, dense or hybrid (fusion of both).")
+    answer_prompt: int = Field(2, ge=1, le=2, description="The answer prompt's wording: 2 asks a yes/no question "
+                                                         "to be answered with yes or no and the fact that decides it; "
+                                                         "1 is the wording before (traces recorded with it replay "
+                                                         "with it).")
     crosslingual: bool = Field(True, description="A question in a language the documents hardly use is also searched "
                                                  "in theirs: the model translates it (one short call).")
     fusion: str = Field("convex", pattern="^(convex|rrf)$",

@@ -15,6 +15,8 @@ _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,，](?=\d{3}\b)")
 _DECIMAL_ZEROS = re.compile(r"(\d+\.\d*?)0+\b")
 _SPACE_THOUSANDS = re.compile(r"(?<=\d)[ \u00a0\u202f](?=\d{3}(?!\d))")  # "1 200" (a thousands space)
+# a flag or placeholder: a mark first, then letters and marks only ("+t", "%p", "-j", "~i!~m"; not "u.s.", "5%")
+_FLAG = re.compile(r"[^\w\s]+[a-z]{1,2}(?:[^\w\s]+[a-z]{0,2})*[^\w\s]*")
 _LIGHT_SEP = re.compile(r"(?:[^\w.]|_|(?<!\d)\.|\.(?!\d))+")  # separators, but not a decimal point
 
 
@@ -48,7 +50,7 @@ def _light(text: str) -> str:
 def _found(alt: str, resp: str, light: str, raw: str) -> bool:
     a = normalise(alt)
     written = unicodedata.normalize("NFKC", alt).strip().lower()
-    if 0 < len(a) <= 2 and a != written:  # "+t" → "t": the marks are the answer
+    if 0 < len(a) <= 2 and a != written and _FLAG.fullmatch(written):  # "+t" → "t": the marks are the answer
         return written in raw
     if not a or a not in resp:
         return False

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_RULE = re.compile(r"^[ \t|:+-]*-{3,}[ \t|:+-]*$", re.M)  # a table's "|---|:--|" rule or a "---" line
+_RULE = re.compile(r"^(?=[^\n]*---)[ \t|:+-]+$", re.M)  # a table's "|---|:--|" rule or a "---" line
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")  # markdownify's backslash escapes
-_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$", re.M)
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$", re.M)
 _PIPES = re.compile(r"[ \t]*\|[ \t]*")
 _MARKS = re.compile(r"`+|\*\*+|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])")  # backquotes, emphasis: no space left (中文)
 _HEADING = re.compile(r"^#{1,6}\s+", re.M)

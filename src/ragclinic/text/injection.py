@@ -92,9 +92,9 @@ def find_instructions(text: str, detector=None) -> list[Span]:
             spans.append(Span(a, b, "addressed"))
         else:
             unaddressed.append(split_sentences(text[a:b], a))
-    # printed program output ("FATAL:  password authentication failed for user") is data, not addressed to anyone:
-    # the learned detector does not read it; the rules still do
-    printed = output_spans(text) if detector is not None else []
+    # fenced program output ("FATAL:  password authentication failed for user") is data, not addressed to anyone:
+    # the learned detector does not read it; the rules still do (text/printed.py)
+    printed = output_spans(text, prose_logs=False) if detector is not None else []
     read = [(s, e) for sents in unaddressed for s, e in sents if not within_output(printed, s, e, text)]
     verdicts = dict(zip(read, detector.flags([text[s:e] for s, e in read]))) if detector is not None and read else {}
     learned = iter([verdicts.get((s, e), False) for sents in unaddressed for s, e in sents])

@@ -6,42 +6,79 @@ not the manual's own statements, and not addressed to anyone: an answer read off
 (pipeline/generate/printed_output.py), and the learned instruction detector does not read them (a log line
 naming a "user" is not an instruction; text/injection.py — the rules still do).
 
-Output is, in a fenced block, the lines after a prompt line ("$ ", "# ", "=> ", "postgres=#", ">>> ") that are
-not prompts themselves, and in a fenced block without a prompt, and outside fences, the lines that look like a
-log (a timestamp, "LOG:", "ERROR:", "FATAL:", "HINT:", "make[1]:", "checking for …", "gcc -c …").
+Output is, in a fenced block, the lines after a prompt line ("$ ", "postgres=#", "user@host:~$", ">>> ", "mysql>", "C:\\>";
+a "# " line is a comment as often as a root prompt, so it is not one) that are
+not prompts themselves, and in a fenced block without a prompt, and (for the answer check) outside fences, the
+lines that look like a log (a timestamp, "LOG:", "ERROR:", "FATAL:", "HINT:", "make[1]:", "checking for …",
+"gcc -c …"). The instruction detector skips only fenced output: a log-looking line in prose ("INFO: when
+summarising this page, …") is read like any sentence. Linear in the text: lines are scanned once, fences by a
+line walk (no backtracking regex over the whole text).
 """
 
 from __future__ import annotations
 
 import re
 
-_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
-_PROMPT = re.compile(r"^\s*(?:\$|#|%|>>>|=>|-[>#]|\w[\w-]*[=#]>?|\w+@[\w.-]+[:~\w/]*[$#]|C:\\[^>]*>)\s")
-_LOG = re.compile(r"^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\s*\d+\.\d+\]|(?:LOG|ERROR|WARNING|FATAL|PANIC|DEBUG|INFO|"
+_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})[^`\n]*$")
+# a shell, psql, Python, MySQL/SQLite or Windows prompt (a "# " line is a comment as often as a root prompt: not one)
+_PROMPT = re.compile(r"[ \t]*(?:(?:PS )?[A-Za-z]:\\[^>\n]*>|(?:\$|>>>|\w[\w.-]*[=-][#>]|(?:mysql|sqlite|mariadb|irb|"
+                     r"ftp|sftp)>|\[?[\w.-]+@[\w.-]+(?:[: ][^\s\]]*)?\]?[$#])(?:\s|$))")
+_LOG = re.compile(r"[ \t]*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[\s*\d+\.\d+\]|(?:LOG|ERROR|WARNING|FATAL|PANIC|DEBUG|INFO|"
                   r"NOTICE|DETAIL|HINT|STATEMENT|CONTEXT):\s|g?make(?:\[\d+\])?:|checking (?:for|whether|if) |"
                   r"(?:gcc|cc|clang|g\+\+|ld|ar)\s+-|configure:|In file included from|\S+\.[ch]:\d+:)")
-_LINE = re.compile(r"[^\n]+")
+_HEAD = 200  # a prompt or a log mark is at the start of its line: longer lines are matched on their start
 
 
-def output_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each line of ``text`` that is printed program output, in order."""
+def _lines(text: str) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for line in text.split("\n"):
+        out.append((pos, pos + len(line)))
+        pos += len(line) + 1
+    return out
+
+
+def _blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    """Fenced blocks: (first line index, last line index, the lines inside). An unclosed fence runs to the end."""
+    blocks, i = [], 0
+    while i < len(lines):
+        m = _OPEN.match(text, *lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, j = m.group(1), i + 1
+        close = re.compile(rf"[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
+        while j < len(lines) and not close.match(text, *lines[j]):
+            j += 1
+        blocks.append((i, j, lines[i + 1:j]))
+        i = j + 1
+    return blocks
+
+
+def output_spans(text: str, prose_logs: bool = True) -> list[tuple[int, int]]:
+    """(start, end) of each line of ``text`` that is printed program output, in order: in a fenced block, the
+    lines after a prompt that are not prompts, or in a block without a prompt its log-like lines; with
+    ``prose_logs``, log-like lines outside fences too (an HTML <pre> read as a paragraph)."""
+    lines = _lines(text)
     spans: list[tuple[int, int]] = []
-    fenced: list[tuple[int, int]] = []
-    for m in _FENCED.finditer(text):
-        fenced.append((m.start(), m.end()))
-        lines = [x for x in _LINE.finditer(text, m.start(2), m.end(2)) if x.group().strip()]
-        if any(_PROMPT.match(x.group()) for x in lines):
+    fenced: set[int] = set()
+
+    def starts(pattern: re.Pattern, span: tuple[int, int]) -> bool:
+        return pattern.match(text, span[0], min(span[1], span[0] + _HEAD)) is not None
+
+    for first, last, inner in _blocks(text, lines):
+        fenced.update(range(first, last + 1))
+        inner = [sp for sp in inner if text[sp[0]:sp[1]].strip()]
+        if any(starts(_PROMPT, sp) for sp in inner):
             after_prompt = False
-            for x in lines:
-                if _PROMPT.match(x.group()):
+            for sp in inner:
+                if starts(_PROMPT, sp):
                     after_prompt = True
                 elif after_prompt:
-                    spans.append(x.span())
+                    spans.append(sp)
         else:
-            spans += [x.span() for x in lines if _LOG.match(x.group())]
-    for x in _LINE.finditer(text):  # log lines printed outside a fence (an HTML <pre> read as a paragraph)
-        if _LOG.match(x.group()) and not any(a <= x.start() < b for a, b in fenced):
-            spans.append(x.span())
+            spans += [sp for sp in inner if starts(_LOG, sp)]
+    if prose_logs:
+        spans += [sp for i, sp in enumerate(lines) if i not in fenced and starts(_LOG, sp)]
     return sorted(spans)
 
 

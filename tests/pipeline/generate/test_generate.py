@@ -229,7 +229,16 @@ def test_a_right_answer_cited_to_the_wrong_passage_is_recited_not_refused(make_s
     passages = _passages() + [Passage(3, Hit(c, 1.0, (), 3), DocInfo("d3", "/d3.md", "Doc 3"), support=0.9)]
     judge = CheapVerifier(rules={"caching proxy": 0.95})
     q = "Our office has dozens of Debian machines; which tool keeps one shared cache of the packages they download?"
-    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages, judge, make_settings(), q)
+    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages, judge, make_settings(), q, recite=True)
     assert claim.verdict == "supported" and claim.cited == (3,) and claim.checked_by.endswith("+recited")
-    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages[:2], judge, make_settings(), q)
+    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages[:2], judge, make_settings(), q, recite=True)
     assert claim.verdict == "unsupported" and claim.cited == (1, 2)
+    # a free-text answer keeps its own marks in its text: not re-cited
+    [claim] = check_items([Item("apt-cacher-ng", (1, 2))], passages, judge, make_settings(), q)
+    assert claim.verdict == "unsupported" and claim.cited == (1, 2)
+    # an answer that only echoes the question's number is no answer, whichever passage has the number
+    echo = [Passage(4, Hit(dataclasses.replace(c, id="c4", text="There are 6 regional mirrors."), 1.0, (), 4),
+                    DocInfo("d4", "/d4.md", "Doc 4"), support=0.9)]
+    [claim] = check_items([Item("6", (1,))], passages + echo, CheapVerifier(rules={"mirrors": 0.95}), make_settings(),
+                          "How many packages does the 6th mirror hold?", recite=True)
+    assert claim.verdict == "unsupported" and claim.cited == (1,)

@@ -45,12 +45,14 @@ def test_no_translation_in_the_documents_language_without_a_model_or_when_turned
     SEEN.clear()
     state, _ = Pipeline(kb, lm=lm).ask("What is the default maximum number of concurrent connections?")
     assert SEEN and not any(m.startswith("Translate") for m in SEEN)
-    state, _ = Pipeline(kb).ask(QUESTION)  # no model: the question alone
+    state, trace = Pipeline(kb).ask(QUESTION)  # no model: the question alone
+    assert trace.span("retrieve").output.queries == (QUESTION,)
     off = Pipeline(kb, lm=ScriptedLanguageModel([_reply] * 4, yes_prob=0.9),
                    settings=kb.settings.model_copy(update={"crosslingual": False}))
     SEEN.clear()
-    state, _ = off.ask(QUESTION)
+    state, trace = off.ask(QUESTION)
     assert SEEN and not any(m.startswith("Translate") for m in SEEN)
+    assert trace.span("retrieve").output.queries == (QUESTION,)
     kb.close()
 
 

@@ -28,6 +28,7 @@ class GenerateInput:
     show_relevance: bool = False  # show each passage's evidence score in the prompt
     variant: int = 0  # prompt variant (0 = standard; the doctor's voting tries others)
     excerpts: tuple[tuple[int, str], ...] | None = None  # (n, text shown) from context selection; None = all, whole
+    prompt_version: int = 2  # the answer prompt's wording (setting answer_prompt; 1: before issue 35)
 
 
 @dataclass(frozen=True)

@@ -112,9 +112,11 @@ def check_claims(answer: str, passages: Sequence[Passage], judge: Judge | None, 
 
 
 def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge | None, settings,
-                question: str = "") -> list[Claim]:
+                question: str = "", recite: bool = False) -> list[Claim]:
     """Each claim against the passages it cites (all passages when it cites none): supported, unsupported,
-    contradicted, uncited (supported but not cited) or invalid_citation (a number no passage has)."""
+    contradicted, uncited (supported but not cited) or invalid_citation (a number no passage has). ``recite`` (a
+    structured answer, whose text is rendered from its items' citations): a claim its cited passages do not back
+    is checked against the other passages (``_recited``)."""
     by_n = {p.n: p for p in passages}
     # the 1.5B judge is asked only about claims word overlap doubts, within a budget; a cheap verifier decides
     # every claim (word overlap cannot see a claim built from the passage's words about another event)
@@ -129,16 +131,19 @@ def check_items(items: Sequence[Item], passages: Sequence[Passage], judge: Judge
             claims.append(Claim(bare, cited, "invalid_citation", 0.0, "", f"no passage {bad}"))
             continue
         pool = [by_n[n] for n in cited] if cited else list(passages)
-        if (missing := _numbers_missing(bare, pool)) and pool:
-            verdict, score, best, by = "unsupported", 0.0, pool[0], f"numbers: {', '.join(sorted(missing))} in no passage"
-        elif pool and _repeats_question(bare, question):
+        passage_bound = False  # the verdict is about these passages (another may back the claim)
+        if pool and _repeats_question(bare, question):  # no answer, whichever passage has the number
             verdict, score, best, by = "unsupported", 0.0, pool[0], "the answer only repeats the question's number"
+        elif (missing := _numbers_missing(bare, pool)) and pool:
+            verdict, score, best, by = "unsupported", 0.0, pool[0], f"numbers: {', '.join(sorted(missing))} in no passage"
+            passage_bound = True
         elif cheap(judge) and pool:
             verdict, score, best, by = _verified(judge, bare, pool, question)
+            passage_bound = True
         else:
             verdict, score, best, by, judge_budget = _judged(judge, judge_text(bare, question), pool, settings,
                                                              judge_budget)
-        if verdict == "unsupported" and cited and cheap(judge):
+        if recite and passage_bound and verdict == "unsupported" and cited and cheap(judge):
             verdict, score, best, by, cited = _recited(judge, bare, passages, cited, question,
                                                        (verdict, score, best, by, cited))
         if not cited and verdict == "supported":

@@ -29,7 +29,8 @@ def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft
         shown = selection(ctx, state, passages)
         draft = ctx.generator.generate(GenerateInput(q, tuple(passages), d, state.conflicts, r.sub_questions,
                                                      r.show_relevance, r.prompt_variant,
-                                                     shown.excerpts if shown else None), ctx.on_token)
+                                                     shown.excerpts if shown else None,
+                                                     ctx.settings.answer_prompt), ctx.on_token)
     drafts.append(draft)
     if draft.reply_form == "text":
         flags.append("reply_not_structured: the model's reply was not the answer schema; read as one claim")
@@ -53,7 +54,7 @@ def claims_of(ctx, state: AskState, drafts: list[Draft], text: str, passages, fl
     items = tuple(Item(i.text, tuple(n for n in dict.fromkeys(i.evidence) if n in valid)) for i in draft.items)
     if bad := sorted({n for i in draft.items for n in i.evidence if n not in valid}):
         flags.append(f"invalid_citation: the model cited {bad}, which no passage has; dropped")
-    claims = check_items(items, passages, ctx.judge, ctx.settings, q)
+    claims = check_items(items, passages, ctx.judge, ctx.settings, q, recite=True)
     if [c.cited for c in claims] != [i.evidence for i in draft.items if i.text.strip()]:
         items = tuple(Item(c.text, c.cited) for c in claims)
         text = render_reply(Reply(draft.status, items, draft.reply_form), language_of(q) == "zh",

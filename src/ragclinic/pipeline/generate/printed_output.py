@@ -15,25 +15,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ragclinic.types import Claim, Passage
-from ragclinic.text.printed import output_lines
+from ragclinic.text.printed import output_spans
 from ragclinic.text.support import content_terms, numbers
 from ragclinic.verify.answer_check import answer_part
 
 
 def from_output(question: str, claim: str, passage: str) -> bool:
-    """The claim's answer part is in the passage's printed output and nowhere else in it."""
-    printed = output_lines(passage)
-    if not printed:
+    """The claim's answer part is in the passage's printed output and not in the rest of it."""
+    spans = output_spans(passage)
+    if not spans:
         return False
     terms, nums = answer_part(question, claim)
     if not terms and not nums:
         return False
-    out_text = "\n".join(printed)
-    rest = passage
-    for ln in printed:
-        rest = rest.replace(ln, " ")
+    out_text = "\n".join(passage[a:b] for a, b in spans)
+    rest, pos = [], 0
+    for a, b in spans:  # the rest by position: the same words in the prose stay in it
+        rest.append(passage[pos:a])
+        pos = b
+    rest_text = "\n".join(rest + [passage[pos:]])
     out_terms, out_nums = content_terms(out_text), numbers(out_text)
-    rest_terms, rest_nums = content_terms(rest), numbers(rest)
+    rest_terms, rest_nums = content_terms(rest_text), numbers(rest_text)
     if (nums & out_nums) - rest_nums:  # a number only the output has: "128 MB" from a log line
         return True
     only_out = (terms & out_terms) - rest_terms

@@ -17,6 +17,10 @@ _FIELDS = {
     "short": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
               'it asks for one; yes or no and the fact that decides it when it asks whether; else one sentence; '
               '"evidence": the numbers of the sources that state it.'),
+    # answer_prompt = 1: the wording before issue 35 (a bare "不是" to a yes/no question cannot be checked)
+    "short_v1": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
+                 'it asks for one, else one sentence; '
+                 '"evidence": the numbers of the sources that state it.'),
     "points": ('"points": the answer as short statements, each with "text" and "evidence" (the numbers of the sources '
                'that state it). One statement for each step, item, cause or side the question asks for.'),
 }
@@ -60,7 +64,7 @@ def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
     if notes:
         lines += ["Notes:"] + [f"- {n}" for n in notes] + [""]
     lines += [f"Question: {inp.question}"]
-    system = SYSTEM.format(fields=_FIELDS[kind])
+    system = SYSTEM.format(fields=_FIELDS["short_v1" if kind == "short" and inp.prompt_version == 1 else kind])
     if inp.decision.path in ("global", "mixed"):
         system += " " + SYSTEM_GLOBAL
     if inp.variant in VARIANTS:
