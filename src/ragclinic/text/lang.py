@@ -11,6 +11,7 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fff
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _CJK_RUN = re.compile(_CJK.pattern + "+")
 _LATIN_RUN = re.compile(_LATIN.pattern + "+")
+_WORD = re.compile(r"[A-Za-z]+")
 
 
 @lru_cache(maxsize=1)
@@ -44,5 +45,11 @@ def detect_language(text: str) -> str:
 
 
 def language_of(text: str) -> str:
-    """The language to answer ``text`` in: "zh" for Chinese, else "en" (templates and prompts exist in both)."""
-    return "zh" if detect_language(text) == "zh" else "en"
+    """The language to answer ``text`` in: "zh" for Chinese, else "en" (templates and prompts exist in both). A
+    question that mixes Chinese with Latin identifiers ("CentOS 里 SELinux 一直报 avc denied，该怎么排查？": 9 Chinese
+    characters, 22 Latin letters) is Chinese when it has over 1.5 Chinese characters for each Latin word (a Chinese
+    word is ~1.5 characters); "What does 中国 mean?" stays English."""
+    if detect_language(text) == "zh":
+        return "zh"
+    cjk = len(text) - len(_CJK_RUN.sub("", text))
+    return "zh" if cjk and cjk > 1.5 * len(_WORD.findall(text)) else "en"
