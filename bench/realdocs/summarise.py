@@ -29,7 +29,7 @@ def summarise(run: Path) -> dict:
     rows = [json.loads(x) for x in (run / "items.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     out: dict = {"run": str(run), "items": len(rows), "arms": {}, "rescored": []}
     for key, name in ARMS:
-        have = [r for r in rows if key in r]
+        have = [r for r in rows if r.get(key)]
         if not have:
             continue
         ans = [r for r in have if not r["expect_refusal"]]
