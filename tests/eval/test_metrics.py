@@ -86,3 +86,10 @@ def test_ordinary_alternatives_with_marks_match_as_before():
     assert answer_correct("5 % of them", (("5%",),)) and answer_correct("the US", (("U.S.",),))
     assert answer_correct("AI", (("A.I.",),)) and answer_correct("共6个", (("6 个",),))
     assert not answer_correct("15%", (("5%",),)) and not answer_correct("-10", (("-1",),))
+
+
+def test_short_names_and_abbreviations_are_words_not_letters():
+    assert not answer_correct("Choose Java", (("C#",),)) and answer_correct("use C# here", (("C#",),))
+    assert not answer_correct("Its a cat", (("A+",),)) and answer_correct("grade A+", (("A+",),))
+    assert not answer_correct("Because of France", (("U.S.",),)) and answer_correct("the U.S. economy", (("U.S.",),))
+    assert answer_correct("chmod o+t dir", (("+t",),)) and not answer_correct("+trace", (("+t",),))

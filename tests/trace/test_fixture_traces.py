@@ -86,3 +86,13 @@ def test_frozen_replay_reaches_the_recorded_answer(path, kb):
         start_of(trace, "generate"), "generate", frozen=trace.model_calls, save=False,
         crashes=recorded_crashes(trace))
     assert state.answer.text == trace.final["answer"]
+
+
+def test_a_trace_recorded_with_the_yes_no_wording_before_its_setting_replays_with_it(kb):
+    """Traces recorded between the new wording and the answer_prompt setting: the recorded prompt tells."""
+    from ragclinic.pipeline.generate.prompt import YES_NO_WORDING
+
+    raw = _load(FILES[0])
+    for call in raw["model_calls"]:
+        call["messages"][0]["content"] += " " + YES_NO_WORDING
+    assert _recorded_settings(kb.settings, Trace.from_dict(raw)).answer_prompt == 2

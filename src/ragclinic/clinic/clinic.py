@@ -26,6 +26,7 @@ from ragclinic import wiring
 from ragclinic.clinic.clarify import Clarifications
 from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import TRACE_LEGACY_VALUES, Settings
+from ragclinic.pipeline.generate.prompt import YES_NO_WORDING
 from ragclinic.debugger import Debugger, Expectation
 from ragclinic.doctor import Doctor
 from ragclinic.errors import OutsideScope, RagclinicError
@@ -287,4 +288,8 @@ def _recorded_settings(current: Settings, trace: Trace) -> Settings:
     wording, the cross-lingual search): those take the value the trace ran without them (TRACE_LEGACY_VALUES)."""
     recorded = {k: v for k, v in trace.settings.items() if k in Settings.model_fields and k not in ("kb", "cache_dir")}
     recorded |= {k: v for k, v in TRACE_LEGACY_VALUES.items() if k not in trace.settings}
+    if "answer_prompt" not in trace.settings and any(  # recorded between the new wording and its setting
+            YES_NO_WORDING in (m.content if hasattr(m, "content") else m.get("content", ""))
+            for c in trace.model_calls for m in c.messages[:1]):
+        recorded["answer_prompt"] = 2
     return Settings.load(current.kb, **recorded, cache_dir=current.cache_dir)

@@ -15,8 +15,10 @@ _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _THOUSANDS = re.compile(r"(?<=\d)[,，](?=\d{3}\b)")
 _DECIMAL_ZEROS = re.compile(r"(\d+\.\d*?)0+\b")
 _SPACE_THOUSANDS = re.compile(r"(?<=\d)[ \u00a0\u202f](?=\d{3}(?!\d))")  # "1 200" (a thousands space)
-# a flag or placeholder: a mark first, then letters and marks only ("+t", "%p", "-j", "~i!~m"; not "u.s.", "5%")
-_FLAG = re.compile(r"[^\w\s]+[a-z]{1,2}(?:[^\w\s]+[a-z]{0,2})*[^\w\s]*")
+# letters and marks only: a flag or placeholder ("+t", "%p", "-j", "~i!~m"), a name ("c#", "c++", "a+"), a dotted
+# abbreviation ("u.s."); not "5%" or "1.50", which keep the number rules
+_FLAG = re.compile(r"[^\w\s]*[a-z](?:[^\w\s]*[a-z])?[^\w\s]*")
+_DOTTED = re.compile(r"[a-z](?:\.[a-z])+\.?")
 _LIGHT_SEP = re.compile(r"(?:[^\w.]|_|(?<!\d)\.|\.(?!\d))+")  # separators, but not a decimal point
 
 
@@ -51,7 +53,11 @@ def _found(alt: str, resp: str, light: str, raw: str) -> bool:
     a = normalise(alt)
     written = unicodedata.normalize("NFKC", alt).strip().lower()
     if 0 < len(a) <= 2 and a != written and _FLAG.fullmatch(written):  # "+t" → "t": the marks are the answer
-        return written in raw
+        if _DOTTED.fullmatch(written):  # "u.s.": the letters as a word ("US", "U.S.", not "because")
+            return re.search(rf"(?<![a-z0-9]){re.escape(a)}(?![a-z0-9])", raw.replace(".", "")) is not None
+        head = "(?<![a-z0-9])" if written[0].isalnum() else ""
+        tail = "(?![a-z0-9])" if written[-1].isalnum() else ""
+        return re.search(head + re.escape(written) + tail, raw) is not None
     if not a or a not in resp:
         return False
     if not (a[0].isdigit() or a[-1].isdigit()):

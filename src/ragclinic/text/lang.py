@@ -11,7 +11,8 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fff
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _CJK_RUN = re.compile(_CJK.pattern + "+")
 _LATIN_RUN = re.compile(_LATIN.pattern + "+")
-_WORD = re.compile(r"[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z][\w.+/~-]*")  # a Latin token: "pg_hba.conf" is one word, not three
+_KANA = re.compile(r"[\u3040-\u30ff]")
 
 
 @lru_cache(maxsize=1)
@@ -51,5 +52,7 @@ def language_of(text: str) -> str:
     word is ~1.5 characters); "What does 中国 mean?" stays English."""
     if detect_language(text) == "zh":
         return "zh"
+    if _KANA.search(text):  # Japanese: not answered in Chinese
+        return "en"
     cjk = len(text) - len(_CJK_RUN.sub("", text))
     return "zh" if cjk and cjk > 1.5 * len(_WORD.findall(text)) else "en"

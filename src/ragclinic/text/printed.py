@@ -17,9 +17,11 @@ line walk (no backtracking regex over the whole text).
 
 from __future__ import annotations
 
+import bisect
 import re
 
 _OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})[^`\n]*$")
+_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t\r]*$")
 # a shell, psql, Python, MySQL/SQLite or Windows prompt (a "# " line is a comment as often as a root prompt: not one)
 _PROMPT = re.compile(r"[ \t]*(?:(?:PS )?[A-Za-z]:\\[^>\n]*>|(?:\$|>>>|\w[\w.-]*[=-][#>]|(?:mysql|sqlite|mariadb|irb|"
                      r"ftp|sftp)>|\[?[\w.-]+@[\w.-]+(?:[: ][^\s\]]*)?\]?[$#])(?:\s|$))")
@@ -38,20 +40,40 @@ def _lines(text: str) -> list[tuple[int, int]]:
 
 
 def _blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int, list[tuple[int, int]]]]:
-    """Fenced blocks: (first line index, last line index, the lines inside). An unclosed fence runs to the end."""
+    """Fenced blocks: (first line index, last line index, the lines inside). A fence that never closes is not one:
+    a chunk cut inside a code block starts with its closing fence, and what follows is prose to be read. Linear:
+    the closing candidates are indexed once, and an opener with none after it is skipped at once."""
+    closers: dict[str, list[tuple[int, int]]] = {"`": [], "~": []}  # char → (line index, fence length)
+    for idx, (a, b) in enumerate(lines):
+        if m := _CLOSE.match(text, a, b):
+            closers[m.group(1)[0]].append((idx, len(m.group(1))))
+    longest_after = {c: _suffix_max([n for _, n in cs]) for c, cs in closers.items()}
     blocks, i = [], 0
     while i < len(lines):
         m = _OPEN.match(text, *lines[i])
         if not m:
             i += 1
             continue
-        fence, j = m.group(1), i + 1
-        close = re.compile(rf"[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        while j < len(lines) and not close.match(text, *lines[j]):
-            j += 1
+        char, size = m.group(1)[0], len(m.group(1))
+        cs = closers[char]
+        k = bisect.bisect_right(cs, (i, 1 << 30))
+        if k >= len(cs) or longest_after[char][k] < size:
+            i += 1  # never closed
+            continue
+        while cs[k][1] < size:
+            k += 1
+        j = cs[k][0]
         blocks.append((i, j, lines[i + 1:j]))
         i = j + 1
     return blocks
+
+
+def _suffix_max(values: list[int]) -> list[int]:
+    out, best = [0] * len(values), 0
+    for k in range(len(values) - 1, -1, -1):
+        best = max(best, values[k])
+        out[k] = best
+    return out
 
 
 def output_spans(text: str, prose_logs: bool = True) -> list[tuple[int, int]]:

@@ -13,6 +13,7 @@ from ragclinic.pipeline.generate.base import GenerateInput, number_of
 from pathlib import PurePath
 from ragclinic.text.lang import language_of
 
+YES_NO_WORDING = "yes or no and the fact that decides it"  # answer_prompt = 2 (how a replay tells the wordings apart)
 _FIELDS = {
     "short": ('"answer": the answer itself, as short as the question allows — a name, date, number or term when '
               'it asks for one; yes or no and the fact that decides it when it asks whether; else one sentence; '

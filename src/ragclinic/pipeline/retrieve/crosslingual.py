@@ -4,7 +4,7 @@ e5 is multilingual, but a Chinese question over the English PostgreSQL manual fi
 hybrid top 5 for 2 of 12 dev questions, against 7 of 12 for the same questions asked in English, and 9 of 12 with
 the local model's translation searched first (bench/RESULTS.md): the lexical index shares no words with the
 question and the dense match is weak. When the question's language has under ``CORPUS_SHARE`` of the knowledge
-base's documents and another language has most of them, the model translates the question (one short call, ~3.5 s
+base's chunks and another language has most of them, the model translates the question (one short call, ~3.5 s
 here; commands and numbers kept as written) and both are searched, merged by turns. A knowledge base in the
 question's language, or a run without a model, searches the question alone.
 """
@@ -16,7 +16,7 @@ import threading
 from ragclinic.models.llm import LanguageModel, Message
 from ragclinic.text.lang import language_of
 
-CORPUS_SHARE = 0.2  # under this share of the documents, the question's language is not theirs
+CORPUS_SHARE = 0.2  # under this share of the chunks, the question's language is not the documents'
 MAJORITY = 0.5
 MAX_TOKENS = 96
 NAMES = {"en": "English", "zh": "Simplified Chinese"}
@@ -26,15 +26,19 @@ _shares: dict[tuple[str, int], dict[str, float]] = {}
 
 
 def corpus_languages(db) -> dict[str, float]:
-    """The share of the knowledge base's documents in each language, cached per knowledge-base version (the
-    documents table, not the chunks: a count over a million chunks reads their text)."""
+    """The share of the knowledge base's chunks in each language (by their document's language, counted through
+    the doc_id index: no chunk text is read), cached per knowledge-base version."""
     key = (str(getattr(db, "path", id(db))), db.version)
     with _lock:
         if key in _shares:
             return _shares[key]
-    rows = db.conn.execute("SELECT language, COUNT(*) FROM documents GROUP BY language").fetchall()
-    total = sum(n for _, n in rows) or 1
-    shares = {(lang or "").split("-")[0]: n / total for lang, n in rows}
+    languages = dict(db.conn.execute("SELECT doc_id, language FROM documents").fetchall())
+    counts: dict[str, int] = {}
+    for doc_id, n in db.conn.execute("SELECT doc_id, COUNT(*) FROM chunks GROUP BY doc_id"):  # the chunks_doc index
+        lang = (languages.get(doc_id) or "").split("-")[0]
+        counts[lang] = counts.get(lang, 0) + n
+    total = sum(counts.values()) or 1
+    shares = {lang: n / total for lang, n in counts.items()}
     with _lock:
         _shares[key] = shares
         while len(_shares) > 64:
