@@ -8,12 +8,11 @@ merged by turns in either order; the model time a translation costs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
+from common import answerable, parser
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import gold_rank
 from ragclinic.pipeline.retrieve import create_retriever
@@ -23,13 +22,9 @@ from ragclinic.wiring import language_model, open_kb
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kb", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
-    ap.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
+    ap = parser(__doc__)
     a = ap.parse_args()
-    rows = [json.loads(x) for x in a.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    rows = [r for r in rows if not r.get("expect_refusal") and (a.split == "all" or r.get("split") == a.split)]
+    rows = answerable(a.questions, a.split)
     settings = Settings.load(a.kb, llm="local")
     kb = open_kb(settings)
     lm, flags = language_model(settings)

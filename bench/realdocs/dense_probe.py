@@ -11,13 +11,12 @@ Variants: ``markup`` (the chunk as stored, with its contextual header: what inde
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 
+from common import answerable, parser
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import holds_gold
 from ragclinic.pipeline.retrieve import create_retriever
@@ -62,14 +61,10 @@ def _rrf(*orders, k: int = 60) -> list[int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kb", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
-    ap.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
+    ap = parser(__doc__)
     ap.add_argument("--variants", default="markup,plain,pipes,windows")
     a = ap.parse_args()
-    rows = [json.loads(x) for x in a.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    rows = [r for r in rows if not r.get("expect_refusal") and (a.split == "all" or r.get("split") == a.split)]
+    rows = answerable(a.questions, a.split)
     settings = Settings.load(a.kb)
     kb = open_kb(settings)
     chunks = list(kb.db.conn.execute("SELECT c.rowid, c.text, c.section, d.title FROM chunks c JOIN documents d "

@@ -9,13 +9,13 @@ and both joined into one query. Recall of the gold passage at 5 and 10 for each;
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import statistics
 import time
 from pathlib import Path
 
+from common import answerable, parser
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import gold_rank
 from ragclinic.models.llm import Message
@@ -37,15 +37,11 @@ def rank(hits, gold) -> int | None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kb", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
-    ap.add_argument("--split", default="dev")
+    ap = parser(__doc__)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-tokens", type=int, default=96)
     a = ap.parse_args()
-    rows = [json.loads(x) for x in a.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    rows = [r for r in rows if not r.get("expect_refusal") and r.get("split") == a.split]
+    rows = answerable(a.questions, a.split)
     settings = Settings.load(a.kb, llm="local")
     kb = open_kb(settings)
     lm, flags = language_model(settings)

@@ -10,11 +10,10 @@ heldout split is measured once, at the end, with --split heldout).
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-from pathlib import Path
 
+from common import answerable, parser
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import gold_rank
 from ragclinic.pipeline.retrieve import create_retriever
@@ -22,14 +21,10 @@ from ragclinic.wiring import open_kb
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kb", type=Path, required=True)
-    ap.add_argument("--questions", type=Path, required=True)
-    ap.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
+    ap = parser(__doc__)
     ap.add_argument("--retrievers", default="lexical,dense,hybrid")
     a = ap.parse_args()
-    rows = [json.loads(x) for x in a.questions.read_text(encoding="utf-8").splitlines() if x.strip()]
-    rows = [r for r in rows if not r.get("expect_refusal") and (a.split == "all" or r.get("split") == a.split)]
+    rows = answerable(a.questions, a.split)
     kb = open_kb(Settings.load(a.kb))
     out, misses = {"questions": len(rows), "split": a.split}, []
     for name in a.retrievers.split(","):
