@@ -27,3 +27,14 @@ def test_not_backed_when_the_number_or_name_is_missing():
     assert not backing("How tall is the tower?", "It is 330 metres tall.", "The tower is 300 metres tall.").backed
     assert not backing("Who founded the firm?", "Ada Lovelace founded it.", "The firm was founded in 1901.").backed
     assert not backing("Who founded the firm?", "Who founded the firm?", "The firm was founded by Ada.").backed
+
+
+def test_a_quoted_pattern_is_met_by_its_literal_parts_a_quoted_title_only_as_written():
+    q = "局域网里想直接用“机器名.local”互相访问，不搭域名服务器，要装哪个东西？"
+    passage = "libnss-mdns 插件包提供 mDNS 的主机名解析。\".local\"结尾的主机名，使用组播 DNS 解析。"
+    assert backing(q, "libnss-mdns", passage).backed
+    assert not backing(q, "libnss-mdns", "libnss-mdns 插件包提供主机名解析。").backed  # no ".local" at all
+    title = backing("《小时代》的导演是谁？", "郭敬明", "郭敬明执导了电影《爵迹》。")
+    assert not title.backed and "小时代" in title.reason
+    english = backing('Which package resolves "my-box.local" names?', "libnss-mdns", "libnss-mdns resolves .local names.")
+    assert not english.backed  # a Latin quote is exact

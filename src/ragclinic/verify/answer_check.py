@@ -4,7 +4,7 @@ The answer part of a claim is what it adds to the question — its content terms
 lacks ("1361万", "武汉", "Annie Ernaux"). The claim is backed by a passage when the passage holds most of that
 answer part and all its numbers, and the passage meets the question's constraints (verify/constraints.py): the
 year, the ordinal, the number asked about — a passage about the 2022 election's 90 seats does not back "the
-sixth Legislative Council has 90 seats". Rules only, exact, ~1 ms; used beside the learned support head, which
+sixth Legislative Council has 90 seats"; a quoted pattern ("机器名.local") is met by its literal parts. Rules only, exact, ~1 ms; used beside the learned support head, which
 is stricter about rewording than the model's answers are.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragclinic.text.support import content_terms, numbers
-from ragclinic.verify.constraints import check_all
+from ragclinic.verify.constraints import check_all, quoted_found
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,8 @@ def backing(question: str, claim: str, passage: str, min_share: float = 0.5) -> 
     if terms and len(have) / len(terms) < min_share:
         return Backing(False, "the passage lacks " + ", ".join(repr(t) for t in sorted(terms - have)[:4]),
                        tuple(sorted(terms)))
-    bad = [c for c in check_all(question, passage) if c.verdict != "found"]
+    bad = [c for c in check_all(question, passage) if c.verdict != "found"
+           and not (c.constraint.kind == "quoted" and quoted_found(c.constraint, passage))]
     if bad:
         return Backing(False, bad[0].describe(), tuple(sorted(terms)))
     return Backing(True, "the passage has the answer and what the question asks about", tuple(sorted(terms)))

@@ -125,6 +125,24 @@ def check(constraint: Constraint, passage: str) -> Check:
     return Check(c, "found" if c.value in have else "missing")
 
 
+_LITERAL = re.compile(r"[.\-/~+:]?[A-Za-z0-9][A-Za-z0-9.+/:~_-]*")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def quoted_found(constraint: Constraint, passage: str) -> bool:
+    """A quoted constraint met as a pattern: a user quotes "机器名.local" or “用户名@主机” meaning any host name
+    ending in .local — Chinese words standing for a value around literal parts. Such a quote (Chinese and Latin
+    mixed, not a 《title》) is met when the passage has every literal part; any other quote only as written."""
+    if check(constraint, passage).verdict == "found":
+        return True
+    c = constraint
+    if c.kind != "quoted" or c.text.startswith("《") or not _CJK.search(c.value):
+        return False
+    literals = _LITERAL.findall(c.value)
+    low = _norm(passage).lower()
+    return bool(literals) and all(lit in low for lit in literals)
+
+
 def _verdict(c: Constraint, ok: bool, same_kind: list[str]) -> Check:
     if ok:
         return Check(c, "found")

@@ -116,6 +116,10 @@ def test_a_name_no_passage_mentions_is_noted_and_a_title_no_passage_has_breaks_t
     broken = broken_constraints("《悲伤逆流成河》的作者是谁？", [_claim("郭敬明", 1)], zh)
     assert broken and refusal_reason("《悲伤逆流成河》的作者是谁？", broken) == "文档中没有提到《悲伤逆流成河》。"
     assert broken_constraints("《小时代》的作者是谁？", [_claim("郭敬明", 1)], zh) == []
+    # a quoted pattern ("机器名.local": any host name ending in .local) is mentioned by its literal part
+    mdns = [_p(1, "libnss-mdns 插件包提供 mDNS 的主机名解析，\".local\"结尾的主机名使用组播 DNS。")]
+    assert absent_names("想用“机器名.local”互相访问，要装什么？", mdns) == []
+    assert [n.text for n in absent_names("想用“机器名.lan”互相访问，要装什么？", mdns)] == ["“机器名.lan”"]
 
 
 def test_the_pipeline_answers_and_notes_a_name_no_passage_mentions(tmp_path):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ragclinic.text.lang import language_of
 from ragclinic.types import Claim, Passage
-from ragclinic.verify.constraints import Constraint, check, constraints
+from ragclinic.verify.constraints import Constraint, check, constraints, quoted_found
 
 _KINDS = ("year", "ordinal")
 _WHY = {
@@ -68,6 +68,8 @@ def names(question: str) -> tuple[Constraint, ...]:
 def _mentioned(name: Constraint, texts: Sequence[str]) -> bool:
     if name.kind == "quoted" and name.text.startswith("《"):
         return any(check(name, t).verdict == "found" for t in texts)
+    if name.kind == "quoted" and any(quoted_found(name, t) for t in texts):  # "机器名.local": ".local" is there
+        return True
     words = [w.strip(".,;:!?'’\"").lower() for w in name.value.split() if len(w) >= 3 and w.lower() not in _NOT_NAME]
     low = [t.lower() for t in texts]
     return not words or any((w in t) if _CJK.search(w) else re.search(r"(?<!\w)" + re.escape(w) + r"(?!\w)", t)
