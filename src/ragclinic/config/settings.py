@@ -169,6 +169,17 @@ class Settings(BaseSettings):
                                                        "and punctuation evaluated in batches, only the values "
                                                        "sampled (models/fields.py); false: one grammar over the "
                                                        "whole schema, every token sampled.")
+    llm_hidden_capture: bool = Field(False, description="Load the local model with llama.cpp's eval callback, so "
+                                                        "a call can read the residual stream at its last prompt "
+                                                        "token (models/hidden.py; the answerability probe, issue "
+                                                        "36). The greedy output is the same either way; ~1 ms a "
+                                                        "generated token.")
+    answer_probe: bool = Field(False, description="Short answers from the local model: read its hidden state at the "
+                                                  "status token and refuse when the answerability probe, the "
+                                                  "verifier and the constraint checks together say the sources do "
+                                                  "not hold the answer (verify/probe.py; issue 36). Loads the model "
+                                                  "with the eval callback. No effect for models without a shipped "
+                                                  "probe (local-small, servers).")
     llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
     llm_isolation: Literal["process", "inline"] = Field(

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from ragclinic.errors import RagclinicError
-from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback
+from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, hidden_kwargs
 
 
 class BudgetExceeded(RagclinicError):
@@ -57,10 +57,11 @@ class LimitedModel:
         self.model_id = lm.model_id
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         self.budget.spend()
         return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
-                           schema=schema)
+                            schema=schema, **hidden_kwargs(hidden_layers))
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self.budget.spend()

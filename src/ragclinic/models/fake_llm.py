@@ -15,13 +15,17 @@ Reply = str | Callable[[Sequence[Message]], str]
 
 class ScriptedLanguageModel:
     """``replies``: used in order (the last one repeats); ``rules``: (regex over the last user message, reply)
-    pairs tried first. ``yes_prob`` answers ``next_token_probs`` (a number or a function of the messages)."""
+    pairs tried first. ``yes_prob`` answers ``next_token_probs`` (a number or a function of the messages).
+    ``hidden_state``: (messages, layers) → {layer: vector}, the hidden state a chat call reports when asked for
+    layers (None: none, as a server backend)."""
 
     model_id = "fake-scripted"
 
     def __init__(self, replies: Sequence[Reply] = ("I do not know.",),
-                 rules: Sequence[tuple[str, Reply]] = (), yes_prob: float | Callable[[Sequence[Message]], float] = 0.5):
+                 rules: Sequence[tuple[str, Reply]] = (), yes_prob: float | Callable[[Sequence[Message]], float] = 0.5,
+                 hidden_state: Callable[[Sequence[Message], tuple[int, ...]], dict] | None = None):
         self.replies, self.rules, self.yes_prob = list(replies), list(rules), yes_prob
+        self.hidden_state = hidden_state
         self.calls: list[tuple[str, list[Message]]] = []  # ("chat" | "probs", messages)
         self.schemas: list[dict | None] = []  # each chat call's JSON schema (None: free text)
         self._next = 0
@@ -36,7 +40,8 @@ class ScriptedLanguageModel:
         return reply(messages) if callable(reply) else reply
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         self.calls.append(("chat", list(messages)))
         self.schemas.append(schema)
         words = self._reply(messages).split(" ")
@@ -46,7 +51,8 @@ class ScriptedLanguageModel:
             for i, w in enumerate(text.split(" ")):
                 on_token(w if i == 0 else " " + w)
         prompt_tokens = sum(len(m.content.split()) for m in messages)
-        return Completion(text, prompt_tokens, len(text.split()), finish)
+        hidden = self.hidden_state(messages, tuple(hidden_layers)) if self.hidden_state and hidden_layers else {}
+        return Completion(text, prompt_tokens, len(text.split()), finish, hidden=hidden)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self.calls.append(("probs", list(messages)))
@@ -76,7 +82,8 @@ class PacedLanguageModel(ScriptedLanguageModel):
             os.kill(os.getpid(), getattr(signal, self.crash_signal))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         self._maybe_crash("chat")
 
         def paced(piece: str) -> None:
@@ -84,7 +91,8 @@ class PacedLanguageModel(ScriptedLanguageModel):
             if on_token:
                 on_token(piece)
 
-        return super().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=paced, schema=schema)
+        return super().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=paced, schema=schema,
+                            hidden_layers=hidden_layers)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self._maybe_crash("probs")

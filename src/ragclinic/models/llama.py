@@ -8,6 +8,7 @@ the GGUF; greedy decoding at temperature 0; ``n_threads`` = cores unless set.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import threading
@@ -19,6 +20,7 @@ import numpy as np
 
 from ragclinic.errors import ModelError
 from ragclinic.models.fields import decode, plan
+from ragclinic.models.hidden import HiddenCapture, wants_hidden
 from ragclinic.models.kv_prefix import PrefixStates
 from ragclinic.models.llm import Completion, Message, TokenCallback, candidate_variants
 from ragclinic.models.runtime import load_cpu_backend
@@ -40,9 +42,12 @@ class LlamaModel:
         self.backend = load_cpu_backend(getattr(settings, "llm_cpu_variant", ""))  # before the first Llama
         path = weights_path(spec, settings.cache_dir)
         threads = settings.llm_threads or os.cpu_count() or 1
+        # the eval callback that reads hidden states (models/hidden.py) is part of the context: installed at load
+        self._hidden = HiddenCapture() if wants_hidden(settings) else None
         try:
-            self._llm = Llama(model_path=str(path), n_ctx=settings.llm_n_ctx, n_threads=threads,
-                              n_threads_batch=threads, seed=settings.seed, verbose=False)
+            with self._hidden.installed() if self._hidden else contextlib.nullcontext():
+                self._llm = Llama(model_path=str(path), n_ctx=settings.llm_n_ctx, n_threads=threads,
+                                  n_threads_batch=threads, seed=settings.seed, verbose=False)
         except (ValueError, RuntimeError) as e:
             raise ModelError(f"cannot load {path}: {e}; delete the file to re-assemble it") from e
         template = self._llm.metadata.get("tokenizer.chat_template")
@@ -86,38 +91,56 @@ class LlamaModel:
         return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
+        layers = tuple(sorted(set(hidden_layers))) if self._hidden else ()  # loaded without the callback: none
         prompt = self._prompt(messages)
         n_prompt = self.count_tokens(prompt)
         if n_prompt + max_tokens > self._llm.n_ctx():
             raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
                              f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
-        key = ("chat", prompt, max_tokens, json.dumps(schema, sort_keys=True) if schema else "")
+        key = ("chat", prompt, max_tokens, json.dumps(schema, sort_keys=True) if schema else "", layers)
         if temperature == 0 and (hit := self._recall(key)) is not None:
             if on_token and hit.text:
                 on_token(hit.text)
             return replace(hit, prompt_reused=n_prompt)
         fields = plan(schema) if self.field_decoding else None
+        hidden: dict = {}
         with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
-            tokens, reused = self._prime(messages, prompt)  # see _fresh_state
-            if fields:  # the keys and punctuation evaluated in batches, only the values sampled (models/fields.py)
-                sample = self._sampler(tokens, temperature)
-                text, n_out, finish = decode(fields, sample, max_tokens, on_token)
-            else:
-                text, n_out, finish = self._complete(tokens, self._grammar(schema), self._stop, max_tokens,
-                                                     temperature, on_token)
-                n_out = self.count_tokens(text) if text else 0
-        done = Completion(text, n_prompt, n_out, finish, reused)
+            if layers:
+                self._hidden.arm(layers)  # disarmed at the first sampling step (_complete)
+            try:
+                tokens, reused = self._prime(messages, prompt)  # see _fresh_state
+                if fields:  # the keys and punctuation evaluated in batches, only the values sampled (models/fields.py)
+                    sample = self._sampler(tokens, temperature, hidden)
+                    text, n_out, finish = decode(fields, sample, max_tokens, on_token)
+                else:
+                    text, n_out, finish = self._complete(tokens, self._grammar(schema), self._stop, max_tokens,
+                                                         temperature, on_token, hidden)
+                    n_out = self.count_tokens(text) if text else 0
+            finally:
+                if self._hidden:
+                    self._hidden.armed = False
+        done = Completion(text, n_prompt, n_out, finish, reused, hidden=hidden)
         if temperature == 0:
             self._keep(key, done)
         return done
 
-    def _complete(self, tokens: list[int], grammar, stop, max_tokens: int, temperature: float, on_token
-                  ) -> tuple[str, int, str]:
-        """One streamed completion from ``tokens``: (text, pieces sampled, finish reason)."""
+    def _complete(self, tokens: list[int], grammar, stop, max_tokens: int, temperature: float, on_token,
+                  hidden: dict | None = None) -> tuple[str, int, str]:
+        """One streamed completion from ``tokens``: (text, pieces sampled, finish reason). ``hidden``: filled with
+        the captured layers at the first sampling step, when the capture is armed (models/hidden.py)."""
+        taken = None
+        if self._hidden is not None and self._hidden.armed and hidden is not None:
+            def take(_ids, scores):  # the prompt is evaluated: what the layers held at its last token
+                if self._hidden.armed:
+                    hidden.update(self._hidden.take())
+                return scores
+            from llama_cpp import LogitsProcessorList  # on use: loads llama.cpp
+            taken = LogitsProcessorList([take])
         stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
                                              top_k=1 if temperature == 0 else 40, stop=stop, stream=True,
-                                             grammar=grammar)
+                                             grammar=grammar, logits_processor=taken)
         pieces, finish, n = [], "stop", 0
         for part in stream:
             choice = part["choices"][0]
@@ -129,11 +152,14 @@ class LlamaModel:
             finish = choice.get("finish_reason") or finish
         return "".join(pieces), n, finish
 
-    def _sampler(self, prompt_tokens: list[int], temperature: float):
-        """fields.decode's ``sample``: one value after the prompt and the reply so far, under its own grammar."""
+    def _sampler(self, prompt_tokens: list[int], temperature: float, hidden: dict | None = None):
+        """fields.decode's ``sample``: one value after the prompt and the reply so far, under its own grammar. The
+        hidden state is the one before the first value (``{"status": "``: where the model decides whether the
+        sources answer)."""
         def sample(text: str, gbnf: str, stops, max_tokens: int, on_token) -> tuple[str, int, str]:
             tokens = prompt_tokens + self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-            return self._complete(tokens, self._gbnf(gbnf), [*stops, *self._stop], max_tokens, temperature, on_token)
+            return self._complete(tokens, self._gbnf(gbnf), [*stops, *self._stop], max_tokens, temperature, on_token,
+                                  hidden)
 
         return sample
 
@@ -246,7 +272,7 @@ class LlamaModel:
 def load_llama(name: str, settings) -> LlamaModel:
     """One loaded model per (name, context size, threads) per process: loading costs ~1 s and ~1 GB."""
     key = (name, settings.llm_n_ctx, settings.llm_threads, getattr(settings, "llm_prefix_cache", True),
-           getattr(settings, "llm_field_decoding", True))
+           getattr(settings, "llm_field_decoding", True), wants_hidden(settings))
     with _LOAD_LOCK:
         if key not in _LOADED:
             _LOADED[key] = LlamaModel(WEIGHTS[name], settings)

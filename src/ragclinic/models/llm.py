@@ -7,7 +7,7 @@ that cannot expose logits raises ModelError there and the judge falls back to th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from ragclinic.config.names import accept_from
@@ -29,6 +29,9 @@ class Completion:
     completion_tokens: int
     finish_reason: str  # "stop", "length", "error"
     prompt_reused: int = 0  # prompt tokens not evaluated again (a kept KV prefix, or a remembered identical call)
+    # the residual stream at the last token evaluated before the first sampled one, per layer asked for
+    # (``hidden_layers``; models/hidden.py); empty where the backend has no hidden state (a server, a fake)
+    hidden: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @runtime_checkable
@@ -36,9 +39,12 @@ class LanguageModel(Protocol):
     model_id: str
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         """The model's reply; ``on_token`` receives each piece of text as it is generated. ``schema``: a JSON
-        schema the reply must follow (a grammar locally, ``response_format`` over a server); None: free text."""
+        schema the reply must follow (a grammar locally, ``response_format`` over a server); None: free text.
+        ``hidden_layers``: layers whose output at the last prompt token comes back in ``Completion.hidden``, where
+        the backend can read it (else it is left empty)."""
         ...
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
@@ -48,6 +54,12 @@ class LanguageModel(Protocol):
 
 LANGUAGE_MODELS: Registry[LanguageModel] = Registry("language model")
 accept_from("llm", LANGUAGE_MODELS.names)  # the settings accept the names plugins register
+
+
+def hidden_kwargs(layers: Sequence[int]) -> dict:
+    """``hidden_layers`` for a wrapped model's ``chat`` only when some are asked for (a plugin backend written before
+    the argument existed keeps working)."""
+    return {"hidden_layers": tuple(layers)} if layers else {}
 
 
 def candidate_variants(word: str) -> list[str]:

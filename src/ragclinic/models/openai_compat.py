@@ -35,7 +35,8 @@ class OpenAIModel:
             raise ModelError(f"{self.model_id}: {e}") from e
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         msgs = [{"role": m.role, "content": m.content} for m in messages]
         extra = self._response_format(schema)
         try:

@@ -29,8 +29,11 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ragclinic.errors import ModelCrashed, ModelError
 from ragclinic.models import warm
+from ragclinic.models.hidden import wants_hidden
 from ragclinic.models.llm import Completion, Message, TokenCallback
 from ragclinic.models.process import EOF, describe_exit, drain, pump, worker_env
 
@@ -279,11 +282,15 @@ class ServiceModel:
         return self.service.start()
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
-        text, prompt, completion, finish, *reused = self._call(
-            {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
-             "stream": on_token is not None, "schema": schema}, on_token)
-        return Completion(text, prompt, completion, finish, reused[0] if reused else 0)
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
+        request = {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
+                   "stream": on_token is not None, "schema": schema}
+        if hidden_layers:
+            request["hidden_layers"] = list(hidden_layers)
+        text, prompt, completion, finish, *rest = self._call(request, on_token)
+        hidden = {int(k): np.asarray(v, dtype=np.float32) for k, v in (rest[1] if len(rest) > 1 else {}).items()}
+        return Completion(text, prompt, completion, finish, rest[0] if rest else 0, hidden=hidden)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         return self._call({"op": "probs", "messages": _dump(messages), "candidates": list(candidates)})
@@ -305,14 +312,15 @@ def shared_service(name: str, settings) -> ModelService:
     (``warm.opt_in()``: the CLI's one-shot commands) with ``llm_warm_seconds`` > 0, its worker is the user's warm
     one; ``serve``, ``eval`` and library callers keep private workers."""
     key = (name, settings.llm_n_ctx, settings.llm_threads, str(settings.cache_dir), settings.llm_cpu_variant,
-           settings.llm_prefix_cache, settings.llm_field_decoding)
+           settings.llm_prefix_cache, settings.llm_field_decoding, wants_hidden(settings))
     with _SERVICES_LOCK:
         svc = _SERVICES.get(key)
         if svc is None:
             payload = {"cache_dir": str(settings.cache_dir), "llm_n_ctx": settings.llm_n_ctx,
                        "llm_threads": settings.llm_threads, "seed": settings.seed,
                        "llm_prefix_cache": settings.llm_prefix_cache,
-                       "llm_field_decoding": settings.llm_field_decoding}
+                       "llm_field_decoding": settings.llm_field_decoding,
+                       "llm_hidden_capture": wants_hidden(settings)}
             svc = ModelService(name, payload, options={"cpu_variant": settings.llm_cpu_variant},
                                timeout=settings.llm_call_timeout, label=f"the {name} model",
                                warm=warm.spec_for(settings))

@@ -5,7 +5,9 @@ protocol is one JSON object per line: requests on stdin, replies on the original
 stderr once the protocol has its own copy, so nothing native can print into the protocol).
 
 - ``{"op": "load", "name", "settings", "options"}`` → ``{"ok", "model_id", "backend", "seconds"}``
-- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream", "schema"}`` → ``{"token"}``... ``{"ok", "result"}``
+- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream", "schema"[, "hidden_layers"]}`` → ``{"token"}``...
+  ``{"ok", "result"}`` (the result: text, prompt and completion tokens, finish reason, prompt tokens reused, and the
+  hidden vectors by layer when asked for and read)
 - ``{"op": "probs", "messages", "candidates"}`` / ``{"op": "count", "text"}`` → ``{"ok", "result"}``
 - ``{"op": "quit"}``; end of stdin (the parent died) ends the worker too.
 
@@ -52,10 +54,15 @@ def answer(model: LanguageModel, req: dict, on_token=None):
     """The result of one request (chat, probs, count) on a loaded model; raises on a bad request."""
     op = req.get("op")
     if op == "chat":
+        extra = {"hidden_layers": tuple(req["hidden_layers"])} if req.get("hidden_layers") else {}
         done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
                                       temperature=req.get("temperature", 0.0),
-                                      on_token=on_token if req.get("stream") else None, schema=req.get("schema"))
-        return [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
+                                      on_token=on_token if req.get("stream") else None, schema=req.get("schema"),
+                                      **extra)
+        out = [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
+        if done.hidden:  # the last prompt token's vectors, per layer (models/hidden.py)
+            out.append({str(k): [round(float(x), 6) for x in v] for k, v in done.hidden.items()})
+        return out
     if op == "probs":
         return model.next_token_probs(_messages(req["messages"]), req["candidates"])
     if op == "count":

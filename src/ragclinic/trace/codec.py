@@ -190,6 +190,8 @@ def _generate_out(o: GenerateOutput) -> JSON:
         d["context"] = o.context
     if o.unsupported_draft is not None:
         d["unsupported_draft"] = o.unsupported_draft
+    if o.answerability is not None:
+        d["answerability"] = o.answerability
     return d
 
 
@@ -198,7 +200,7 @@ def _generate_in(o: JSON) -> GenerateOutput:
     return GenerateOutput(Answer.from_json(o["answer"]), o.get("prompt_tokens", 0), o.get("completion_tokens", 0),
                           o.get("context"), o.get("unsupported_draft"), tuple(o["plan"]) if tools else None,
                           tuple(o.get("tools", ())) if tools else None,
-                          _many(passage_from_dict, o.get("passages")) if tools else None)
+                          _many(passage_from_dict, o.get("passages")) if tools else None, o.get("answerability"))
 
 
 _ENCODERS = {RetrieveOutput: _retrieve_out, ScopeOutput: _scope_out, GateOutput: _gate_out,
@@ -233,7 +235,7 @@ def trace_to_dict(t) -> JSON:
     """A Trace's JSON (what is stored): the keys of every trace file, in their order."""
     return {"id": t.id, "debug_round_id": t.debug_round_id, "created": t.created, "query": t.query,
             "scope": dict(t.scope), "settings": dict(t.settings), "kb_version": t.kb_version,
-            "spans": [span_to_dict(s) for s in t.spans], "model_calls": [asdict(c) for c in t.model_calls],
+            "spans": [span_to_dict(s) for s in t.spans], "model_calls": [_call_to_dict(c) for c in t.model_calls],
             "final": dict(t.final), "parent_id": t.parent_id, "rerun_from": t.rerun_from,
             "symptoms": [s.to_json() for s in t.symptoms], "repairs": [r.to_json() for r in t.repairs],
             "request": dict(t.request), "doctor": dict(t.doctor), "feedback": [dict(f) for f in t.feedback]}
@@ -250,4 +252,12 @@ def trace_fields(d: JSON, span: Callable[..., Any], call: Callable[..., Any]) ->
     d["symptoms"] = tuple(symptom_from_dict(s) for s in d.get("symptoms", ()))
     d["repairs"] = tuple(repair_from_dict(r) for r in d.get("repairs", ()))
     d["feedback"] = tuple(d.get("feedback", ()))
+    return d
+
+
+def _call_to_dict(c) -> JSON:
+    """A model call as stored; its hidden state only when one was read (traces before issue 36 keep their form)."""
+    d = asdict(c)
+    if not d.get("hidden"):
+        d.pop("hidden", None)
     return d

@@ -71,6 +71,8 @@ class ModelCall:
     duration_ms: float
     params: dict[str, Any] = field(default_factory=dict)
     prompt_reused: int = 0  # prompt tokens the model did not evaluate again (kept KV prefix, remembered call)
+    # the hidden state a chat call read (models/hidden.py), by layer: a replay gives the probe the same reading
+    hidden: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 Every call through ``RecordingModel`` is appended to the tape with the layer that made it. Given the
 calls of an earlier trace, the same wrapper answers identical calls (same kind, messages and parameters)
-from them instead of the model — replay is then deterministic and needs no model at all.
+from them instead of the model — replay is then deterministic and needs no model at all. A chat call's hidden state
+(the answerability probe's input) is recorded with it and replayed, so a replay decides as the run did; it is not
+part of the call's key (a trace recorded without it replays, without the probe).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
+
 from ragclinic.errors import ModelCrashed, ModelError, ModelTimeExceeded
-from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback
+from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, hidden_kwargs
 from ragclinic.trace.model import ModelCall, Trace
 
 
@@ -53,7 +57,8 @@ class RecordingModel:
         return q.popleft() if q else None
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
-             on_token: TokenCallback | None = None, schema: dict | None = None) -> Completion:
+             on_token: TokenCallback | None = None, schema: dict | None = None,
+             hidden_layers: Sequence[int] = ()) -> Completion:
         params = {"max_tokens": max_tokens, "temperature": temperature}
         if schema:  # only then: the keys of free-text calls recorded before schemas existed stay the same
             params["schema"] = schema
@@ -62,15 +67,19 @@ class RecordingModel:
         if (old := self._take(key)) is not None:
             if on_token and old.output:
                 on_token(old.output)
-            done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop", old.prompt_tokens)
+            hidden = {int(k): np.asarray(v, dtype=np.float32) for k, v in (old.hidden or {}).items()
+                      if int(k) in set(hidden_layers)}
+            done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop", old.prompt_tokens,
+                              hidden=hidden)
             model_id = old.model_id
         else:
             done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
-                                     schema=schema)
+                                     schema=schema, **hidden_kwargs(hidden_layers))
             model_id = self.lm.model_id
         self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
                       prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
-                      duration_ms=_ms(t0), params=params, prompt_reused=done.prompt_reused)
+                      duration_ms=_ms(t0), params=params, prompt_reused=done.prompt_reused,
+                      hidden={str(k): [round(float(x), 5) for x in v] for k, v in done.hidden.items()})
         return done
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

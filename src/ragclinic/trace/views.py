@@ -96,6 +96,8 @@ class GenerateOutput:
     plan: tuple[Record, ...] | None = None
     tools: tuple[Record, ...] | None = None
     passages: tuple[Passage, ...] | None = None
+    # the answerability combiner's parts and verdict on the first draft (verify/probe.py; None: no probe reading)
+    answerability: Record | None = None
 
     def apply(self, state: AskState) -> AskState:
         return replace(state, answer=self.answer)

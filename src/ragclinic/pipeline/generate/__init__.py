@@ -6,6 +6,7 @@ from ragclinic.pipeline.generate.base import GENERATORS, Draft, Generator, Gener
 from ragclinic.pipeline.generate.citations import check_claims, violations
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.generate.llm import LLMGenerator
+from ragclinic.verify.probe import probe_for
 
 
 def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
@@ -15,7 +16,8 @@ def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
         return ExtractiveGenerator(settings.extractive_sentences)
     if settings.generator != "llm":
         return GENERATORS.create(settings.generator)
-    return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature)
+    probe = probe_for(settings.llm, lm.model_id) if settings.answer_probe else None
+    return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature, probe)
 
 
 __all__ = ["GENERATORS", "Draft", "GenerateInput", "Generator", "check_claims", "create_generator", "violations"]

@@ -9,6 +9,7 @@ from typing import Protocol
 from ragclinic.models.llm import TokenCallback
 from ragclinic.registry import Registry
 from ragclinic.types import Conflict, GateDecision, Passage
+from ragclinic.verify.probe import ProbeScore
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Draft:
     status: str = "answered"  # "answered", "not_in_documents", "conflict"
     reply_form: str = ""  # "json": the model followed the schema; "text": a free-text reply read as one item
     streamed: str = ""  # what the user has seen of it so far (the answer field; the marks come once checked)
+    probe: ProbeScore | None = None  # the answerability probe's reading of the model's state (verify/probe.py)
 
 
 class Generator(Protocol):

@@ -4,7 +4,7 @@ Streams what the user will read and ends the stream with exactly the answer retu
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.templates import render
@@ -19,6 +19,8 @@ from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.trace.views import GenerateOutput
 from ragclinic.types import Answer, AskState
+from ragclinic.verify.constraints import check_all
+from ragclinic.verify.probe import Answerability
 
 
 def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput]:
@@ -57,8 +59,10 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     if unbacked and len(drafts) > 1:
         unbacked["drafts"] = [x.text for x in drafts]  # every model draft, the retry's included
     shown = selection(ctx, state, passages) if d.route == "answer" else None  # what the generator was shown
+    judged = answerability(ctx, state, drafts[:1])  # the first draft's: the one the decision was made on
     out = GenerateOutput(answer, sum(x.prompt_tokens for x in drafts), sum(x.completion_tokens for x in drafts),
-                         shown.to_json() if shown is not None else None, unbacked or None)
+                         shown.to_json() if shown is not None else None, unbacked or None,
+                         answerability=judged.to_json() if judged is not None else None)
     return replace(state, answer=answer), out
 
 
@@ -71,6 +75,10 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         return d.route, [], text, generator, {}
     claims, text = claims_of(ctx, state, drafts, text, passages, flags)
     route, unbacked = d.route, {}
+    if (judged := answerability(ctx, state, drafts)) is not None and judged.unanswerable:
+        flags.append(f"probe_unanswerable: {judged.describe()}; refused")
+        return "refuse", [], render("no_evidence", q), "template", {"text": drafts[-1].text,
+                                                                       "claims": [asdict(c) for c in claims]}
     if none_backed(claims, ctx.judge):
         text, generator, route, claims, unbacked = retry_unsupported(ctx, state, text, generator, claims, drafts,
                                                                        flags)
@@ -82,6 +90,25 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
     if route == "answer":
         text, claims = stage.revise(ctx, state, text, claims, generator, flags)
     return route, claims, text, generator, unbacked
+
+
+def answerability(ctx: RunContext, state: AskState, drafts: list[Draft]) -> Answerability | None:
+    """The combiner's verdict on a short answer the model gave (verify/probe.py): the probe's reading of its state,
+    the verifier's best evidence score over the passages, the question's constraints; None without a probe reading
+    (no probe for this model, a points answer, a replayed trace recorded without one) or when the model declined."""
+    draft = drafts[-1] if drafts else None
+    probe = getattr(ctx.generator, "probe", None)
+    if draft is None or draft.probe is None or probe is None or draft.status != "answered":
+        return None
+    passages = state.passages
+    if not passages:
+        return None
+    q = state.request.question
+    verifier = max((p.support for p in passages if p.support_by != "lexical"), default=0.0)
+    met = any(all(c.verdict == "found" for c in check_all(q, p.chunk.text)) for p in passages)
+    best = max(passages, key=lambda p: p.support)
+    missing = "" if met else "; ".join(c.describe() for c in check_all(q, best.chunk.text) if c.verdict != "found")
+    return probe.combine(draft.probe, verifier, missing or ("no passage meets every constraint" if not met else ""))
 
 
 def _notes(q: str, passages, claims, by_n, flags: list[str]) -> list[str]:
