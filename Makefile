@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TRAIN_PY := PYTHONPATH=training $(PY)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross train-probe bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
@@ -81,6 +81,17 @@ train-cross: install
 ## One run trains and calibrates (the shipped file: these layers, then its calibration refitted with
 ## `... cross_train ... --recalibrate FILE.npz` once the constraint column was added; the same steps as one run).
 ## Deterministic seeds; across CPUs the float sums may differ, so a rebuilt file gets its own sha256.
+
+## Train the answerability probe (verify/probe.py, issue 36): the 1.5B model's hidden state at the status token on
+## ~1,200 answer prompts built from CMRC2018 and HaluEval (training/ragclinic_training/probe_data.py: ~45 min on 2
+## cores, resumable; bench/out/probe/states*), then the probe per layer and its combiner with the verifier and the
+## constraint checks (probe_train.py: ~2 min). Prints the sha256 that goes into src/ragclinic/verify/probe.py (SHIPPED).
+train-probe: install
+	$(TRAIN_PY) -m ragclinic_training.probe_data --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out bench/out/probe/states --per-source 300
+	$(TRAIN_PY) -m ragclinic_training.probe_train --states bench/out/probe/states \
+	  --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
+	  --out src/ragclinic/verify/weights/probe-local-v1.npz --report bench/out/probe/train.json
 
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).

@@ -149,8 +149,8 @@ def fit_combiner(f: np.ndarray, y: np.ndarray, split: np.ndarray, max_over_refus
         out[name] = {"auroc": round(auroc(p[m], y[m]), 4),
                      "refusal": round(float((p[m & (y == 1)] >= threshold).mean()), 4),
                      "over_refusal": round(float((p[m & (y == 0)] >= threshold).mean()), 4)}
-    for i, part in enumerate(("probe", "verifier", "constraint")):  # each part alone, test
-        out.setdefault("test_auroc_alone", {})[part] = round(auroc(f[te, i], y[te]), 4)
+    for i, part in enumerate(("probe", "verifier", "constraint")):  # each part alone, test (oriented: high = unanswerable)
+        out.setdefault("test_auroc_alone", {})[part] = round(auroc(-f[te, i] if part == "verifier" else f[te, i], y[te]), 4)
     return out
 
 
