@@ -89,3 +89,33 @@ def test_the_worker_carries_the_vectors(tmp_path):
     done = lm.chat(ASK, max_tokens=4, hidden_layers=(12,))
     assert done.hidden[12].dtype == np.float32 and done.hidden[12].shape == (896,)
     assert lm.chat(ASK, max_tokens=4).hidden == {}
+
+
+def test_a_node_that_cannot_be_read_never_stops_the_computation(caplog):
+    """A failure inside the callback answers True (False would stop ggml's graph) and leaves the hidden state out."""
+    from ragclinic.models.hidden import HiddenCapture
+
+    cap = HiddenCapture()
+
+    class Broken:
+        def ggml_get_name(self, _t):
+            return b"l_out-3"
+
+        def ggml_element_size(self, _t):
+            return 4
+
+        def ggml_is_contiguous(self, _t):
+            return True
+
+        def ggml_nelements(self, _t):
+            return 8
+
+        def ggml_nrows(self, _t):
+            return 0  # an empty tensor: no last row to read
+
+    cap._lib = Broken()
+    cap.arm((3,))
+    assert cap._on_eval(None, True, None) is True  # asked for: wanted
+    assert cap._on_eval(None, False, None) is True  # read: fails, computation goes on
+    assert cap.take() == {} and "cannot read the hidden state" in caplog.text and not cap.armed
+    assert cap._on_eval(None, True, None) is False  # disarmed: nothing asked for

@@ -44,6 +44,22 @@ def test_the_combiner_weighs_probe_verifier_and_constraint(tmp_path):
     assert weak.to_json()["layer"] == 18 and weak.to_json()["threshold"] == 0.6
 
 
+def test_training_fits_the_combiner_on_the_run_times_own_features():
+    """probe_train.combiner_features calls verify/probe.combiner_features: the same inputs, order and transforms."""
+    import inspect
+    import sys
+    from pathlib import Path
+
+    from ragclinic.verify.probe import combiner_features
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+    from ragclinic_training import probe_train
+
+    assert "combiner_features_rt(" in inspect.getsource(probe_train.combiner_features)
+    f = combiner_features(12.5, 0.0, True)  # the probe's logit unclipped; the verifier's clipped; 1 = missing
+    assert f[0] == 12.5 and f[1] == pytest.approx(np.log(1e-4 / (1 - 1e-4))) and f[2] == 1.0
+
+
 def test_a_changed_file_or_another_models_states_are_refused(tmp_path):
     f = tmp_path / "p.npz"
     sha = _write(f, [1.0, 0.0])
@@ -51,6 +67,15 @@ def test_a_changed_file_or_another_models_states_are_refused(tmp_path):
         AnswerabilityProbe(f, "0" * 64)
     with pytest.raises(ModelError, match="make train-probe"):
         AnswerabilityProbe(f, sha, "local-small:1d9614638d18")
+
+
+def test_a_probe_that_does_not_fit_the_model_is_left_out_not_fatal(tmp_path, monkeypatch, caplog):
+    f = tmp_path / "p.npz"
+    sha = _write(f, [1.0, 0.0])
+    monkeypatch.setitem(SHIPPED, "local", (f.name, sha))
+    monkeypatch.setattr("ragclinic.verify.probe.weights_path", lambda name: f)
+    assert probe_for("local", "local:cc324af070c2") is not None
+    assert probe_for("local", "frozen-replay") is None and "without the answerability probe" in caplog.text
 
 
 def test_models_without_a_shipped_probe_get_none():
@@ -77,6 +102,7 @@ def test_training_helpers_auroc_and_logistic():
     assert auroc(np.array([0.9, 0.8, 0.1, 0.2]), y) == 1.0
     assert auroc(np.array([0.1, 0.2, 0.9, 0.8]), y) == 0.0
     assert auroc(np.array([0.5, 0.5, 0.5, 0.5]), y) == 0.5
+    assert auroc(np.array([0.9, 0.5, 0.5, 0.1]), y) == 0.875  # a tie across the classes counts half
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 5))
     yy = (x[:, 2] > 0).astype(float)

@@ -117,6 +117,7 @@ def combiner_features(rows: list[dict], probe_z: np.ndarray, cmrc: Path, halueva
     (verify/constraints.py) — computed on the very passages of each prompt (probe_data.planned)."""
     from ragclinic.verify import create_verifier
     from ragclinic.verify.constraints import check_all
+    from ragclinic.verify.probe import combiner_features as combiner_features_rt  # the run time's own transform
     from ragclinic_training.probe_data import planned
 
     texts = {key: t for key, _, _, t in planned(cmrc, halueval, per_source, seed)}
@@ -125,12 +126,12 @@ def combiner_features(rows: list[dict], probe_z: np.ndarray, cmrc: Path, halueva
     out = []
     for r, z in zip(rows, probe_z):
         q, ps = r["question"], texts[r["key"]]
-        if r["key"] not in known:
+        ck = hashlib.sha256(json.dumps([q, ps], ensure_ascii=False).encode()).hexdigest()[:24]  # the passages too
+        if ck not in known:
             verifier = verifier or create_verifier("learned")
-            known[r["key"]] = max(verifier.verify("relevance", p, q).p for p in ps)
-        v = min(max(known[r["key"]], 1e-4), 1 - 1e-4)
+            known[ck] = max(verifier.verify("relevance", p, q).p for p in ps)
         missing = not any(all(c.verdict == "found" for c in check_all(q, p)) for p in ps)
-        out.append((z, np.log(v / (1 - v)), float(missing)))
+        out.append(combiner_features_rt(float(z), known[ck], missing))
     cache.write_text(json.dumps(known))
     return np.array(out)
 
@@ -183,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
             report["layers"][layer][method] = {"val_auroc": round(f["val"], 4), "test_auroc": round(f["test"], 4),
                                                "test_auroc_by_source": {k: round(v, 4) for k, v in per_source.items()},
                                                **({"l2": f["l2"]} if "l2" in f else {})}
-            key = (round(f["val"], 3), method == "meandiff", -layer)
+            key = (round(f["val"], 3), -layer, method == "meandiff")  # ties: the earlier layer, the simpler reading
             if best is None or key > best[0]:
                 best = (key, layer, method, f)
     _, layer, method, f = best

@@ -12,23 +12,25 @@ on and off (tests/models/test_hidden.py).
 The tensors are read through ggml's own accessors (``ggml_get_name``, ``ggml_nelements``, ``ggml_nrows``,
 ``ggml_get_data_f32``), not a copy of the C struct layout, so a llama.cpp update that moves fields still works.
 The callback is installed when the context is created (``llama_context_default_params`` patched for the duration
-of ``Llama(...)``): llama.cpp reads it from the context parameters only.
+of ``Llama(...)``): llama.cpp reads it from the context parameters only. The patch is module-wide while it lasts;
+``load_llama`` creates models one at a time, so no other model picks it up.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import re
 import threading
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from ragclinic.errors import ModelError
 from ragclinic.models.runtime import lib_dir, lib_file
 
 _NAME = re.compile(rb"l_out-(\d+)")
+log = logging.getLogger("ragclinic.models.hidden")
 _CREATE = threading.Lock()  # the patched default parameters are module-wide while a context is created
 
 
@@ -73,11 +75,13 @@ class HiddenCapture:
             if lib.ggml_element_size(tensor) != 4 or not lib.ggml_is_contiguous(tensor):
                 raise ValueError("not a contiguous f32 tensor")
             n, rows = lib.ggml_nelements(tensor), lib.ggml_nrows(tensor)
+            if rows <= 0 or n <= 0:
+                raise ValueError("an empty tensor")
             width = n // rows
             data = np.ctypeslib.as_array(lib.ggml_get_data_f32(tensor), shape=(n,))
             self.vectors[int(_NAME.fullmatch(name).group(1))] = data[(rows - 1) * width:].copy()
             self.calls += 1
-        except (ValueError, AttributeError) as e:  # never break the model's computation
+        except Exception as e:  # noqa: BLE001 - returning False would stop ggml's computation: never let it
             self.error = f"{name!r}: {e}"
         return True
 
@@ -87,11 +91,14 @@ class HiddenCapture:
         self.vectors, self.error, self.armed = {}, "", bool(layers)
 
     def take(self) -> dict[int, np.ndarray]:
-        """Disarm and return what was captured (the state after the last evaluated token of each layer)."""
+        """Disarm and return what was captured (the state after the last evaluated token of each layer); nothing
+        when a node could not be read (logged: the answer goes on without the probe). Called from llama.cpp's
+        sampler callback, so it never raises."""
         self.armed = False
         out, self.vectors = self.vectors, {}
         if self.error:
-            raise ModelError(f"cannot read the hidden state: {self.error}")
+            log.warning("cannot read the hidden state (%s); the answer goes on without it", self.error)
+            return {}
         return out
 
     @contextlib.contextmanager

@@ -32,7 +32,7 @@ FILE = "answer-cache.sqlite3"
 MAX_ENTRIES = 5000  # per knowledge base version; the oldest go first
 # The settings that do not change an answer (paths, speed and telemetry knobs) are left out of the key.
 _NOT_ANSWER_SHAPING = frozenset({"kb", "cache_dir", "llm_threads", "llm_call_timeout", "llm_cpu_variant",
-                                 "llm_isolation", "llm_prefix_cache", "answer_cache", "answer_cache_threshold", "openai_api_key",
+                                 "llm_isolation", "llm_prefix_cache", "llm_hidden_capture", "answer_cache", "answer_cache_threshold", "openai_api_key",
                                  "openai_timeout", "openai_max_retries", "llm_warm_seconds",
                                  # the server's request bounds and browser side (issue 32): a refused request is
                                  # never answered, so they shape no answer — and `serve --allowed-host` must not

@@ -79,7 +79,7 @@ class RecordingModel:
         self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
                       prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
                       duration_ms=_ms(t0), params=params, prompt_reused=done.prompt_reused,
-                      hidden={str(k): [round(float(x), 5) for x in v] for k, v in done.hidden.items()})
+                      hidden={str(k): [round(float(x), 6) for x in v] for k, v in done.hidden.items()})
         return done
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

@@ -11,6 +11,7 @@ None and the decision goes on without it) and sha256-pinned; nothing trains at r
 from __future__ import annotations
 
 import io
+import logging
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -20,15 +21,18 @@ import numpy as np
 from ragclinic.errors import ModelError
 from ragclinic.verify.base import read_pinned
 
+log = logging.getLogger("ragclinic.verify.probe")
+
 # model name -> (file, sha256 printed by make train-probe)
 SHIPPED = {"local": ("probe-local-v1.npz", "")}
 
 
 @dataclass(frozen=True)
 class ProbeScore:
-    p_unanswerable: float
+    p_unanswerable: float  # rounded, for people
     layer: int
     probe_id: str
+    logit: float = 0.0  # w · h + b, unrounded: the combiner's input
 
     def describe(self) -> str:
         return f"probe {self.p_unanswerable:.2f} unanswerable at layer {self.layer}"
@@ -46,10 +50,7 @@ class Answerability:
     probe: ProbeScore
     verifier: float  # the learned verifier's best relevance over the passages shown (the gate's evidence score)
     constraint: str  # "" when a passage meets every constraint of the question, else what is missing
-
-    @property
-    def unanswerable(self) -> bool:
-        return self.p_unanswerable >= self.threshold
+    unanswerable: bool  # the unrounded probability at or over the threshold
 
     def describe(self) -> str:
         parts = [self.probe.describe(), f"verifier {self.verifier:.2f}"]
@@ -92,15 +93,21 @@ class AnswerabilityProbe:
         if h is None or np.shape(h) != self.w.shape:
             return None
         z = float(np.dot(self.w, np.asarray(h, dtype=np.float32))) + self.b
-        return ProbeScore(round(_sigmoid(z), 4), self.layer, self.probe_id)
+        return ProbeScore(round(_sigmoid(z), 4), self.layer, self.probe_id, z)
 
     def combine(self, probe: ProbeScore, verifier: float, constraint: str) -> Answerability:
-        """The calibrated combiner (fitted by make train-probe beside the probe): the probe's logit, the verifier's
-        best relevance as a logit, and whether no passage meets the question's constraints (``constraint``: what
-        is missing, "" when met)."""
-        features = np.array([_logit(probe.p_unanswerable), _logit(verifier), 1.0 if constraint else 0.0])
-        p = _sigmoid(float(self.combine_w @ features) + self.combine_b)
-        return Answerability(round(p, 4), round(self.threshold, 4), probe, round(verifier, 4), constraint)
+        """The calibrated combiner (fitted by make train-probe beside the probe on ``combiner_features``, the same
+        function): the probe's logit, the learned verifier's best relevance, whether no passage meets the
+        question's constraints (``constraint``: what is missing, "" when met)."""
+        p = _sigmoid(float(self.combine_w @ combiner_features(probe.logit, verifier, bool(constraint))) + self.combine_b)
+        return Answerability(round(p, 4), round(self.threshold, 4), probe, round(verifier, 4), constraint,
+                             p >= self.threshold)
+
+
+def combiner_features(probe_logit: float, verifier: float, constraint_missing: bool) -> np.ndarray:
+    """The combiner's inputs, in training (probe_train.py) and at run time alike: the probe's logit, the verifier's
+    probability as a logit, and 1.0 when no passage meets every constraint of the question."""
+    return np.array([probe_logit, _logit(verifier), 1.0 if constraint_missing else 0.0])
 
 
 def _sigmoid(z: float) -> float:
@@ -113,7 +120,12 @@ def _logit(p: float) -> float:
 
 
 def probe_for(llm_name: str, model_id: str) -> AnswerabilityProbe | None:
-    """The shipped probe of this language model, or None where there is none (another model, a server)."""
+    """The shipped probe of this language model, or None where there is none (another model, a server) or it does
+    not fit the model (logged; the answers go on without it)."""
     if llm_name not in SHIPPED or not SHIPPED[llm_name][1]:
         return None
-    return AnswerabilityProbe(weights_path(llm_name), SHIPPED[llm_name][1], model_id)
+    try:
+        return AnswerabilityProbe(weights_path(llm_name), SHIPPED[llm_name][1], model_id)
+    except ModelError as e:
+        log.warning("%s; answering without the answerability probe", e)
+        return None

@@ -43,7 +43,7 @@ def _lm(unsure_about: str):
 
 
 def test_an_answer_the_combiner_calls_unanswerable_is_refused_with_its_parts(tmp_path, probe):
-    kb = build_kb(tmp_path, DOCS, answer_probe=True)
+    kb = build_kb(tmp_path, DOCS, answer_probe=True, judge="learned")
     state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")
     a = state.answer
     assert a.refused and a.route == "refuse" and a.citations == ()
@@ -59,7 +59,7 @@ def test_an_answer_the_combiner_calls_unanswerable_is_refused_with_its_parts(tmp
 
 
 def test_an_answer_the_combiner_accepts_stands_and_its_parts_are_recorded(tmp_path, probe):
-    kb = build_kb(tmp_path, DOCS, answer_probe=True)
+    kb = build_kb(tmp_path, DOCS, answer_probe=True, judge="learned")
     state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond duration measure?")
     assert state.answer.route == "answer" and not state.answer.refused
     assert not any(f.startswith("probe_unanswerable") for f in state.answer.flags)
@@ -75,7 +75,16 @@ def test_without_the_setting_or_a_reading_nothing_changes(tmp_path, probe):
     assert state.answer.route == "answer"
     assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()
-    kb = build_kb(tmp_path / "b", DOCS, answer_probe=True)  # a backend without hidden state (a server)
+    kb = build_kb(tmp_path / "c", DOCS, answer_probe=True)  # passages not scored by the learned verifier
+    state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")
+    assert state.answer.route == "answer"
+    assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
+    kb.close()
+    kb = build_kb(tmp_path / "d", DOCS, answer_probe=True, judge="learned", llm_field_decoding=False)
+    state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")  # another read position
+    assert state.answer.route == "answer"
+    kb.close()
+    kb = build_kb(tmp_path / "b", DOCS, answer_probe=True, judge="learned")  # a backend without hidden state
     state, trace = Pipeline(kb, lm=ScriptedLanguageModel(
         ['{"status": "answered", "answer": "how much a bond price moves", "evidence": [1]}'], yes_prob=0.9)
     ).ask("What does bond convexity measure?")

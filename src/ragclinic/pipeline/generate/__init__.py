@@ -16,7 +16,8 @@ def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
         return ExtractiveGenerator(settings.extractive_sentences)
     if settings.generator != "llm":
         return GENERATORS.create(settings.generator)
-    probe = probe_for(settings.llm, lm.model_id) if settings.answer_probe else None
+    # the probe reads the state at the token closing '{"status": "', which only field decoding evaluates last
+    probe = probe_for(settings.llm, lm.model_id) if settings.answer_probe and settings.llm_field_decoding else None
     return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature, probe)
 
 

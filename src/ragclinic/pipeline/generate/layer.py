@@ -92,19 +92,23 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
     return route, claims, text, generator, unbacked
 
 
+_LEARNED = "learned-verifier:verifier-v1"  # the verifier the combiner was fitted with (verify/learned.py)
+
+
 def answerability(ctx: RunContext, state: AskState, drafts: list[Draft]) -> Answerability | None:
     """The combiner's verdict on a short answer the model gave (verify/probe.py): the probe's reading of its state,
     the verifier's best evidence score over the passages, the question's constraints; None without a probe reading
-    (no probe for this model, a points answer, a replayed trace recorded without one) or when the model declined."""
+    (no probe for this model, a points answer, a replayed trace recorded without one, passages not scored by the
+    learned verifier) or when the model declined."""
     draft = drafts[-1] if drafts else None
     probe = getattr(ctx.generator, "probe", None)
     if draft is None or draft.probe is None or probe is None or draft.status != "answered":
         return None
     passages = state.passages
-    if not passages:
-        return None
+    if not passages or not all(p.support_by == _LEARNED for p in passages):
+        return None  # the combiner was fitted on the learned verifier's scores of every passage (judge = learned)
     q = state.request.question
-    verifier = max((p.support for p in passages if p.support_by != "lexical"), default=0.0)
+    verifier = max(p.support for p in passages)
     met = any(all(c.verdict == "found" for c in check_all(q, p.chunk.text)) for p in passages)
     best = max(passages, key=lambda p: p.support)
     missing = "" if met else "; ".join(c.describe() for c in check_all(q, best.chunk.text) if c.verdict != "found")
