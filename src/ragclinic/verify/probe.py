@@ -24,7 +24,7 @@ from ragclinic.verify.base import read_pinned
 log = logging.getLogger("ragclinic.verify.probe")
 
 # model name -> (file, sha256 printed by make train-probe)
-SHIPPED = {"local": ("probe-local-v1.npz", "")}
+SHIPPED = {"local": ("probe-local-v1.npz", "a933785747181c43ab90189b40cf185ceec3d3e3171ddbd12f39bd9404aeb234")}
 
 
 @dataclass(frozen=True)
