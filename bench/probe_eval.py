@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--layers-npz", type=Path, default=Path("bench/out/probe/train-layers.npz"))
+    ap.add_argument("--probe", type=Path, help="a probe file to score with instead of the shipped one (an experiment)")
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     default = {"rgb": Path("../shared/data/rgb/zh_fact.json"),
@@ -86,7 +87,8 @@ def main() -> None:
     prompts = list(from_traces(path, a.kb) if a.set == "traces" else rgb_like(path, a.limit, a.seed))
     cache = Path(os.environ.get("RAGCLINIC_CACHE_DIR", Path.home() / ".cache/ragclinic"))
     model = load_model("local", cache)
-    probe = AnswerabilityProbe(weights_path("local"), SHIPPED["local"][1] or None, model.model_id)
+    probe = (AnswerabilityProbe(a.probe, None, model.model_id) if a.probe else
+             AnswerabilityProbe(weights_path("local"), SHIPPED["local"][1] or None, model.model_id))
     per_layer = np.load(a.layers_npz) if a.layers_npz.exists() else None
     a.out.mkdir(parents=True, exist_ok=True)
     rows = []

@@ -49,7 +49,7 @@ def main() -> None:
     s = Settings.load(Path("/tmp/probe-steer-kb"), llm="local", llm_isolation="inline", llm_prefix_cache=False)
     m = LlamaModel(WEIGHTS["local"], s)
     ctx = m._llm._ctx.ctx
-    n_embd, n_layer = m._llm.n_embd(), m._llm._model.n_layer()
+    n_embd, n_layer = m._llm.n_embd(), llama_cpp.llama_model_n_layer(m._llm._model.model)
 
     def p_not(i: int) -> float:
         m._memo.clear()

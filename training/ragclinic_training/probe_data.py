@@ -53,7 +53,10 @@ def questions(pairs: list[Pair], per_source: int, seed: int) -> list[dict]:
         h = rng.choice(hard)
         out[source].append({"source": source, "group": group, "question": q, "split": pos[0].split,
                             "answer": pos[0].answer, "positive": pos[0].passage, "other": rng.choice(other).passage,
-                            "hard": h.passage, "hard_kind": h.kind})
+                            "hard": h.passage, "hard_kind": h.kind,
+                            # every same-topic and hard negative (no draw: the default style's draws stay the same)
+                            "others": list(dict.fromkeys(p.passage for p in other)),
+                            "hards": list(dict.fromkeys(p.passage for p in hard))})
     picked = []
     for source in sorted(out):
         rows = out[source]
@@ -71,14 +74,30 @@ def prompts(rec: dict, rng: random.Random) -> list[tuple[int, list[str]]]:
     return [(1, yes), (0, no)]
 
 
-def planned(cmrc: Path, halueval: Path, per_source: int, seed: int) -> list[tuple[str, dict, int, list[str]]]:
+def retrieved_prompts(rec: dict, rng: random.Random) -> list[tuple[int, list[str]]]:
+    """The ``retrieved`` style, built the way RGB's cases are: the answering passage among up to three same-topic
+    ones, against up to four same-topic or hard negatives, none of which holds the answer; [] when too few."""
+    pool = list(dict.fromkeys(rec["others"] + rec["hards"]))
+    if len(pool) < 3 or not rec["others"]:
+        return []
+    yes = rng.sample(rec["others"], min(3, len(rec["others"]))) + [rec["positive"]]
+    no = rng.sample(pool, min(4, len(pool)))
+    rng.shuffle(yes)
+    return [(1, yes), (0, no)]
+
+
+STYLES = {"pair": prompts, "retrieved": retrieved_prompts}
+
+
+def planned(cmrc: Path, halueval: Path, per_source: int, seed: int,
+            style: str = "pair") -> list[tuple[str, dict, int, list[str]]]:
     """Every prompt to evaluate, in order: (key, question record, label, passages) — deterministic, so the
     combiner's features (probe_train.py) are computed on the very passages each state was read from."""
     pairs = list(cmrc_pairs(cmrc)) + list(halueval_pairs(halueval))
     recs = questions(pairs, per_source, seed)
     rng = random.Random(seed)
     return [(f"{rec['source']}|{rec['question']}|{label}", rec, label, texts)
-            for rec in recs for label, texts in prompts(rec, rng)]
+            for rec in recs for label, texts in STYLES[style](rec, rng)]
 
 
 def messages_for(question: str, texts: list[str]):
@@ -114,6 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--model", default="local")
     ap.add_argument("--layers", default="4,6,8,10,12,14,16,18,20,22,24,26,27")
     ap.add_argument("--seed", type=int, default=36)
+    ap.add_argument("--style", choices=sorted(STYLES), default="pair",
+                    help="pair: the answering passage beside a same-topic one vs a hard negative beside it (shipped); "
+                         "retrieved: four same-topic passages, the answering one among them or not (as RGB's cases)")
     ap.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("RAGCLINIC_CACHE_DIR",
                                                                           Path.home() / ".cache/ragclinic")))
     a = ap.parse_args(argv)
@@ -121,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     from tqdm import tqdm
 
     layers = tuple(int(x) for x in a.layers.split(","))
-    todo = planned(a.cmrc, a.halueval, a.per_source, a.seed)
+    todo = planned(a.cmrc, a.halueval, a.per_source, a.seed, a.style)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     meta_path = a.out.with_suffix(".jsonl")
     done = {json.loads(line)["key"] for line in meta_path.read_text().splitlines()} if meta_path.exists() else set()

@@ -111,7 +111,7 @@ def fit_layer(x: np.ndarray, y: np.ndarray, split: np.ndarray) -> dict:
 
 
 def combiner_features(rows: list[dict], probe_z: np.ndarray, cmrc: Path, halueval: Path, per_source: int,
-                      seed: int, cache: Path) -> np.ndarray:
+                      seed: int, cache: Path, style: str = "pair") -> np.ndarray:
     """(probe logit, verifier logit, constraint missing) per row: the learned verifier's best relevance over the
     prompt's passages (the gate's evidence score) and whether no passage meets all the question's constraints
     (verify/constraints.py) — computed on the very passages of each prompt (probe_data.planned)."""
@@ -120,7 +120,7 @@ def combiner_features(rows: list[dict], probe_z: np.ndarray, cmrc: Path, halueva
     from ragclinic.verify.probe import combiner_features as combiner_features_rt  # the run time's own transform
     from ragclinic_training.probe_data import planned
 
-    texts = {key: t for key, _, _, t in planned(cmrc, halueval, per_source, seed)}
+    texts = {key: t for key, _, _, t in planned(cmrc, halueval, per_source, seed, style)}
     known = json.loads(cache.read_text()) if cache.exists() else {}
     verifier = None
     out = []
@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-source", type=int, default=300)
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--max-over-refusal", type=float, default=0.05)
+    ap.add_argument("--style", default="pair", help="the prompts' style probe_data built (its --style)")
     a = ap.parse_args(argv)
     rows, x = load(a.states)
     layers = rows[0]["layers"]
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         "refusal_when_answerable": round(float(model_said_no[te & (y == 0)].mean()), 4)}
     z = x[:, layers.index(layer), :] @ f["w"] + f["b"]
     feats = combiner_features(rows, z, a.cmrc, a.halueval, a.per_source, a.seed,
-                              a.report.with_name(a.report.stem + "-verifier.json"))
+                              a.report.with_name(a.report.stem + "-verifier.json"), a.style)
     comb = fit_combiner(feats, y, split, a.max_over_refusal)
     report["combiner"] = {k: v for k, v in comb.items() if k not in ("w", "b")}
     report["combiner"]["weights"] = {"probe": round(float(comb["w"][0]), 4), "verifier": round(float(comb["w"][1]), 4),
