@@ -6,7 +6,7 @@ Sets (each prompt built by the generate layer's own ``build_messages``, the shor
   drawn), unanswerable = four negatives (fewer where an item has fewer: k negatives vs one positive and k - 1);
   passages cut at 400 characters;
 - ``halueval``: the English HaluEval-built set (bench/make_english_rgb.py; HaluEval's test split, which the probe's
-  training never reads), built the same way;
+  training never fits on), built the same way;
 - ``traces``: the real answer prompts of ``eval rag`` runs over the real manuals (bench/realdocs), read from their
   recorded traces: answerable = a question the documents answer, unanswerable = one they do not.
 

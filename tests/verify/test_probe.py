@@ -44,6 +44,15 @@ def test_the_combiner_weighs_probe_verifier_and_constraint(tmp_path):
     assert weak.to_json()["layer"] == 18 and weak.to_json()["threshold"] == 0.6
 
 
+def test_the_combiner_reads_the_probes_unrounded_logit(tmp_path):
+    f = tmp_path / "p.npz"
+    sha = _write(f, [1.0, 0.0], combine=(1.0, 0.0, 0.0), cb=-11.0, threshold=0.5)
+    probe = AnswerabilityProbe(f, sha)
+    s = probe.score({18: np.array([12.0, 0.0])})  # p rounds to 1.0; its logit is 12, not the clipped 9.2
+    assert s.p_unanswerable == 1.0 and s.logit == pytest.approx(12.0)
+    assert probe.combine(s, 0.5, "").unanswerable  # sigmoid(12 - 11) = 0.73; from the rounded p: sigmoid(-1.8)
+
+
 def test_training_fits_the_combiner_on_the_run_times_own_features():
     """probe_train.combiner_features calls verify/probe.combiner_features: the same inputs, order and transforms."""
     import inspect

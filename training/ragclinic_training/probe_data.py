@@ -12,8 +12,8 @@ prompts, each with two numbered sources, through ``build_messages`` exactly as t
 The model is asked for one token of the status field with ``hidden_layers``: the vectors are the residual stream
 at the token that closes ``{"status": "`` (models/hidden.py), and the sampled token is the model's own status
 choice (the prompting baseline). Resumable: every example is appended to ``OUT.jsonl`` (its metadata) and its
-vectors to ``OUT-<n>.npy`` shards (float16); a rerun skips what is there. ~2.3 s a prompt (~380 tokens) with the
-1.5B model on 2 cores: ~45 min for the 1,176 prompts of ``--per-source 300``.
+vectors to ``OUT-<n>.npy`` shards (float16); a rerun skips what is there. ~2.1 s a prompt (~380 tokens) with the
+1.5B model on 2 cores: ~41 min for the 1,176 prompts of ``--per-source 300``.
 
     python -m ragclinic_training.probe_data --cmrc .../cmrc2018_trial.json --halueval .../qa_one-turn_data.json \
         --out bench/out/probe/states --per-source 300
@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--style", choices=sorted(STYLES), default="pair",
                     help="pair: the answering passage beside a same-topic one vs a hard negative beside it (shipped); "
-                         "retrieved: four same-topic passages, the answering one among them or not (as RGB's cases)")
+                         "retrieved: the answering passage among up to three same-topic ones vs up to four same-topic "
+                         "or hard negatives (as RGB's cases; the counts can differ when a question has few)")
     ap.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("RAGCLINIC_CACHE_DIR",
                                                                           Path.home() / ".cache/ragclinic")))
     a = ap.parse_args(argv)
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
             out = model.chat(msgs, max_tokens=1, schema=SCHEMAS["short"], hidden_layers=layers)
             shard = a.out.parent / f"{a.out.name}-{len(done):05d}.npy"
             np.save(shard, np.stack([out.hidden[n] for n in layers]).astype(np.float16))
-            row = {"key": key, "shard": shard.name, "layers": list(layers), "label": label,
+            row = {"key": key, "shard": shard.name, "layers": list(layers), "label": label, "style": a.style,
                    "model_status": out.text.split('"status": "', 1)[-1], "prompt_tokens": out.prompt_tokens,
                    "kind": "positive" if label else rec["hard_kind"], "model": model.model_id,
                    **{k: rec[k] for k in ("source", "group", "question", "split")}}

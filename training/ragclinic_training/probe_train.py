@@ -165,9 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--per-source", type=int, default=300)
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--max-over-refusal", type=float, default=0.05)
-    ap.add_argument("--style", default="pair", help="the prompts' style probe_data built (its --style)")
+    ap.add_argument("--style", default="pair", choices=("pair", "retrieved"),
+                    help="the prompts' style probe_data built (its --style): the combiner's features are computed on "
+                         "that style's passages")
     a = ap.parse_args(argv)
     rows, x = load(a.states)
+    if {r.get("style", a.style) for r in rows} != {a.style}:  # rows written before the field existed: trusted
+        raise SystemExit(f"{a.states} holds prompts of another style than --style {a.style}")
     layers = rows[0]["layers"]
     y = np.array([1 - r["label"] for r in rows])  # 1 = unanswerable (what the probe flags)
     split = np.array([r["split"] for r in rows])

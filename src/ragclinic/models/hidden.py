@@ -68,7 +68,11 @@ class HiddenCapture:
         if not self.armed:
             return False
         lib = self._lib
-        name = lib.ggml_get_name(tensor)
+        try:
+            name = lib.ggml_get_name(tensor)
+        except Exception as e:  # noqa: BLE001 - see below
+            self.error = str(e)
+            return ask is False
         if ask:
             return name in self._want
         try:

@@ -32,7 +32,7 @@ class ProbeScore:
     p_unanswerable: float  # rounded, for people
     layer: int
     probe_id: str
-    logit: float = 0.0  # w · h + b, unrounded: the combiner's input
+    logit: float  # w · h + b, unrounded: the combiner's input
 
     def describe(self) -> str:
         return f"probe {self.p_unanswerable:.2f} unanswerable at layer {self.layer}"

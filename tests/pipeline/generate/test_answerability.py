@@ -83,6 +83,7 @@ def test_without_the_setting_or_a_reading_nothing_changes(tmp_path, probe):
     kb = build_kb(tmp_path / "d", DOCS, answer_probe=True, judge="learned", llm_field_decoding=False)
     state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")  # another read position
     assert state.answer.route == "answer"
+    assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()
     kb = build_kb(tmp_path / "b", DOCS, answer_probe=True, judge="learned")  # a backend without hidden state
     state, trace = Pipeline(kb, lm=ScriptedLanguageModel(
