@@ -82,3 +82,31 @@ def test_bad_key_specs_name_the_fix(spec):
 
     with pytest.raises(ConfigError):
         Keys([spec])
+
+
+def test_a_background_call_lets_a_questions_call_go_first():
+    """The background repair's model calls (BACKGROUND) wait while a question's call waits: a first answer is
+    delayed by at most the call the repair is in."""
+    from ragclinic.server.pool import BACKGROUND
+
+    lm = PacedLanguageModel(["one two three"], token_seconds=0.05)
+    q = QueuedModel(lm)
+    order: list[str] = []
+
+    def call(name: str, background: bool):
+        BACKGROUND.set(background)
+        q.chat(MSG, max_tokens=8)
+        order.append(name)
+
+    first = threading.Thread(target=call, args=("question-1", False))
+    first.start()
+    time.sleep(0.03)
+    repair = threading.Thread(target=call, args=("repair", True))
+    repair.start()
+    time.sleep(0.03)
+    second = threading.Thread(target=call, args=("question-2", False))
+    second.start()
+    for t in (first, repair, second):
+        t.join(10)
+    assert order == ["question-1", "question-2", "repair"]
+    assert q.depth == 0

@@ -36,7 +36,7 @@ from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.scale.ray_ingest import ingest_on_ray
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of
+from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
 from ragclinic.trace.store import load_trace
@@ -181,24 +181,43 @@ class Clinic:
                 return Consultation(Answer.from_json(hit), hit, None, True, None)
             run = dict(top_k=q.top_k, rerank=q.rerank, on_token=on_token, enforced=q.enforced_dict,
                        on_span=on_span, conversation=q.conversation)
-            if not use_doctor:
+            later = use_doctor and q.repair == "async" and not q.interactive
+            if not use_doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
                 state, trace = self.pipeline.ask(q.text, q.scope_dict, **run)
                 answer = replace(state.answer, model_calls=len(trace.model_calls))
                 return Consultation(answer, front.keep(q.text, q.cache_scope(), False, answer.to_json()), None,
-                                    False, trace)
+                                    False, trace, repair_pending=later)
             doctor = self.doctor(interactive=q.interactive)
             result = doctor.ask(q.text, q.scope_dict, debug_round_id=q.debug_round_id, **run)
             result, clarified = self._clarified.follow_up(q, doctor, result, reply, **run)
-            answer = replace(result.answer, symptoms=tuple(x.to_json() for x in result.symptoms),
-                             repairs=tuple(r.to_json() for r in result.repairs),
-                             model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
             if clarified:  # the answer to the question with the reply merged in: never kept for the question
                 payload = {**result.to_json(), "cached": False, "clarification": clarified}
             else:
                 payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
-            return Consultation(answer, payload, result, False, result.trace)
+            return Consultation(_doctored(result), payload, result, False, result.trace)
         finally:
             front.close()
+
+    def repair(self, q: Question, trace_id: str) -> Consultation:
+        """The doctor's examination and repairs of a plain answer already given (``answer`` with
+        ``repair="async"`` returned it and its trace): the same as the doctor would have done before answering,
+        from the trace's recorded state (no layer runs again unless a treatment re-runs it). The root trace then
+        records the symptoms and repairs, and the result is kept in the answer cache for ``q``. ``q`` must be the
+        question the trace answered; its enforced tags are checked against the trace's (``OutsideScope``)."""
+        trace = self._for_caller(self.trace(trace_id, exact=True), q.enforced_dict or None)
+        if trace.parent_id or (not q.conversation and trace.query != q.text):
+            raise RagclinicError(f"trace {trace.id} is not the plain answer to {q.text[:80]!r} (a re-run, or another "
+                                 "question's): give the trace id that answer(..., repair='async') returned")
+        if trace.doctor:
+            raise RagclinicError(f"trace {trace.id} was already examined by the doctor; its outcome is in "
+                                 "`ragclinic trace show`")
+        result = self.doctor().treat(state_after(trace, "generate"), trace)
+        front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
+        try:
+            payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
+        finally:
+            front.close()
+        return Consultation(_doctored(result), payload, result, False, result.trace)
 
     def search(self, q: Question) -> tuple[tuple[Hit, ...], str]:
         """The hits of the configured retriever for ``q`` (``q.top_k`` of them; no rerank, no model call) within
@@ -266,6 +285,13 @@ class Clinic:
             alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
             expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
         return Debugger(self.pipeline).diagnose(expect, question=question, scope=scope, trace_id=trace_id)
+
+
+def _doctored(result) -> Answer:
+    """The doctor's answer with its symptoms, repairs and every model call counted (the base run's and its own)."""
+    return replace(result.answer, symptoms=tuple(x.to_json() for x in result.symptoms),
+                   repairs=tuple(r.to_json() for r in result.repairs),
+                   model_calls=result.summary.get("lm_calls", 0) + len(result.trace.model_calls))
 
 
 def _as_change(change: Change | None) -> Callable[[AskState], AskState] | None:

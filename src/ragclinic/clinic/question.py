@@ -8,10 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragclinic.errors import RagclinicError
 from ragclinic.trace.model import Trace
 from ragclinic.types import Answer
 
 Pairs = tuple[tuple[str, str], ...]
+REPAIR_MODES = ("sync", "async")
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,9 @@ class Question:
     user's earlier questions (a follow-up's "it" / 它 is resolved from them); ``owner``: who asks (a clarification
     they gave before is reused); ``debug_round_id``: continue a round (the UI's reply to a clarifying question).
     ``doctor`` / ``cache`` / ``top_k`` / ``rerank``: None follows the settings. ``interactive``: an ambiguous
-    question gets one clarifying question back."""
+    question gets one clarifying question back. ``repair``: "sync" (the doctor examines and repairs before the
+    answer is returned) or "async" (the plain answer now; ``Clinic.repair`` runs the doctor on its trace later).
+    A cached repaired answer is returned either way."""
 
     text: str
     scope: Pairs = ()
@@ -34,8 +38,11 @@ class Question:
     conversation: tuple[str, ...] = ()
     owner: str = ""
     debug_round_id: str = ""
+    repair: str = "sync"
 
     def __post_init__(self) -> None:  # dicts and lists in, tuples kept: the request stays frozen
+        if self.repair not in REPAIR_MODES:
+            raise RagclinicError(f"repair={self.repair!r}: one of {', '.join(REPAIR_MODES)}")
         object.__setattr__(self, "scope", _pairs(self.scope))
         object.__setattr__(self, "enforced", _pairs(self.enforced))
         object.__setattr__(self, "conversation", tuple(self.conversation))
@@ -73,6 +80,7 @@ class Consultation:
     result: Any = None  # DoctorResult
     cached: bool = False
     trace: Trace | None = None  # the run's trace (the doctor's root trace); None for a cached answer
+    repair_pending: bool = False  # repair="async": the plain answer, its trace waiting for ``Clinic.repair``
 
 
 def _pairs(value: Mapping[str, str] | Pairs | None) -> Pairs:

@@ -277,9 +277,22 @@ class Settings(BaseSettings):
     doctor_refusal_budget_s: float = Field(6.0, gt=0, description="Wall time the doctor may add to a refusal: "
                                            "it tries one retrieval treatment, and only when the first retrieval "
                                            "was weak (docs/settings.md).")
+    doctor_forecast: bool = Field(True, description="Use the failure forecast before treating (docs/doctor.md).")
+    doctor_forecast_skip: float = Field(0.1, ge=0, le=1.01, description="Forecast: every kind below this → the "
+                                        "fast path (noise and reach noted, not treated); 0 = never.")
+    doctor_forecast_miss: float = Field(0.5, ge=0, le=1.01, description="Forecast: a refusal with a retrieval miss "
+                                        "≥ this gets one retrieval treatment.")
+    doctor_forecast_absent: float = Field(0.8, ge=0, le=1.01, description="Forecast: a refusal with 'not in the "
+                                          "knowledge base' ≥ this (and a miss < skip) gets none.")
     doctor_refusal_coverage: float = Field(0.6, ge=0, le=1.01, description="A refusal's first retrieval was strong "
                                            "(nothing re-run) when its best passage holds at least this share of the "
                                            "question's content words; 1.01 = always weak.")
+
+    # --- `ragclinic serve`: the doctor in the background (docs/server.md, "Repair in the background")
+    repair_queue_max: int = Field(16, ge=0, le=1000, description="`\"repair\": \"async\"`: answers that may wait "
+                                  "for the doctor; one more is 'skipped'; 0 = off (docs/server.md).")
+    repair_wait_s: float = Field(300.0, gt=0, le=3600, description="How long an open stream waits for the "
+                                 "background repair's outcome.")
 
     # --- `ragclinic serve`: the browser side (docs/server.md, "Browsers")
     allowed_hosts: list[str] = Field(["127.0.0.1", "localhost", "::1"], description="Host header names the server "

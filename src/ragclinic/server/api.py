@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,6 +68,9 @@ class AskBody(BaseModel):
     scope: Scope | None = None
     doctor: bool = True
     top_k: int | None = Field(None, ge=1, le=100)
+    # "async": the plain answer at once, the doctor after it (its outcome: the answer's `repair` object, then
+    # GET /v1/repairs/{trace_id}, or the `improved` / `repair` events of the same stream)
+    repair: Literal["sync", "async"] = "sync"
 
 
 class RetrievalBody(BaseModel):
@@ -94,7 +98,10 @@ class FeedbackBody(BaseModel):
 @router.post("/ask", tags=["answers"])
 async def ask(body: AskBody, request: Request, who: Principal = Caller):
     """The `ask --json` object; with `Accept: text/event-stream`, server-sent events: retrieval, scope, gate,
-    delta (answer text), citation, symptom, repair, final (the same object), error."""
+    delta (answer text), citation, symptom, repair, final (the same object), error. `"repair": "async"`: the
+    plain answer with a `repair` object (status "pending", or "skipped" when the queue is full); a stream then
+    stays open for the outcome: `improved` (the better answer, what changed and why) or `repair` (unchanged,
+    dropped, failed)."""
     rc = state(request)
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(_ask_events(rc, body, who, request), media_type="text/event-stream",
@@ -104,12 +111,17 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
 
 
 def consult(rc, body: AskBody, who: Principal, on_token, on_span):
-    """The clinic's consultation for ``body``, observed (metrics, telemetry) and as ``who`` may see it."""
-    q = Question(body.question, body.scope or (), body.doctor, body.top_k, enforced=who.enforced)
+    """The clinic's consultation for ``body``, observed (metrics, telemetry) and as ``who`` may see it; with
+    ``repair="async"`` its trace queued for the doctor and the payload's ``repair`` saying so."""
+    q = Question(body.question, body.scope or (), body.doctor, body.top_k, enforced=who.enforced,
+                 repair=body.repair)
     with rc.pool.reader() as clinic:
         seen = clinic.answer(q, on_token=on_token, on_span=on_span)
     rc.metrics.observe_answer(seen.payload, seen.trace)
     telemetry.emit(rc.tracer, seen.trace, seen.payload)
+    if seen.repair_pending:
+        pending = rc.repairs.submit(q, seen.trace.id, seen.trace.kb_version)
+        seen = replace(seen, payload={**seen.payload, "repair": pending.to_json()})
     return seen_by(seen, who, rc.settings)  # a tenant's key: no server folder in a source path
 
 
@@ -130,10 +142,34 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
         for r in p.get("repairs", ()):
             j.emit("repair", r)
         j.emit("final", p)
+        if p.get("repair", {}).get("status") == "pending":  # the doctor in the background: wait for its outcome
+            outcome = rc.repairs.wait(p["trace_id"], rc.settings.repair_wait_s, j.cancelled)
+            out = repair_json(outcome, who, rc.settings)
+            j.emit("improved" if out["status"] == "improved" else "repair", out)
 
     job.run(work)
     async for piece in sse_body(job, request.is_disconnected):
         yield piece
+
+
+@router.get("/repairs/{trace_id}", tags=["answers"])
+async def repair(trace_id: str, request: Request, wait: float = 0, who: Principal = Caller) -> dict:
+    """Where the background repair of an answer asked with `"repair": "async"` stands: pending, running, improved
+    (with the better `answer`, what changed and why), unchanged, dropped, skipped or failed. `?wait=S` (≤ 60):
+    wait up to S seconds for it to finish."""
+    if not 0 <= wait <= 60:
+        raise ApiError(422, "invalid_request", "wait: between 0 and 60 seconds")
+    rc = state(request)
+    outcome = await run_in_threadpool(rc.repairs.wait, trace_id, wait) if wait else rc.repairs.get(trace_id)
+    if outcome is None or (who.tenant and dict(outcome.enforced) != dict(who.enforced)):
+        raise no_trace(trace_id)  # another tenant's answers are answered as if they did not exist
+    return repair_json(outcome, who, rc.settings)
+
+
+def repair_json(outcome, who: Principal, settings) -> dict:
+    """An outcome's `repair` object as ``who`` may see it (a tenant's key: no server folder in a path)."""
+    out = outcome.to_json()
+    return local_paths(out, settings) if who.tenant else out
 
 
 # ---------------------------------------------------------------------- retrieval
@@ -196,7 +232,15 @@ def _ingest(rc, staging: Path, digests: list[str], pairs: dict):
                 result = clinic.ingest(folders, pairs)
         finally:
             uploads.settle(folders, _sources(clinic, staging.parent))
+            rc.repairs.kb_changed(_version(clinic))  # answers waiting for the doctor that describe an older KB
     return uploads.relative(result, folders, staging)
+
+
+def _version(clinic) -> int | None:
+    try:
+        return clinic.kb.db.version
+    except StoreError:  # no knowledge base yet
+        return None
 
 
 def _sources(clinic, root: Path) -> set[str]:

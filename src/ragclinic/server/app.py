@@ -18,6 +18,7 @@ from ragclinic.server.deps import ServerState, TooManyAttempts, principal
 from ragclinic.server.guard import BrowserGuard
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from ragclinic.server.pool import ClinicPool
+from ragclinic.server.repairs import RepairQueue
 from ragclinic.server.sessions import LoginLimiter, Sessions
 from ragclinic.server.telemetry import make_tracer
 from ragclinic.server.telemetry import otlp_endpoint as _endpoint
@@ -33,9 +34,12 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     ``tracer``: an OpenTelemetry tracer; else one exporting to ``otlp_endpoint`` / OTEL_EXPORTER_OTLP_*, if set."""
     metrics = Metrics()
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
+    repairs = RepairQueue(pool, settings, metrics)
+
     @asynccontextmanager
     async def lifespan(_app):
         yield
+        repairs.close()
         pool.close()
 
     # the docs and the schema are routes of their own below: behind the key, Swagger UI from vendored files
@@ -46,7 +50,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024),
                                Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)),
                                ingest_via, Sessions(settings.session_hours * 3600),
-                               LoginLimiter(settings.login_failures_max, settings.login_failures_window_s))
+                               LoginLimiter(settings.login_failures_max, settings.login_failures_window_s), repairs)
     errors.install(app)
     app.add_exception_handler(TooManyAttempts, _too_many)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)

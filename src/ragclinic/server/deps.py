@@ -30,6 +30,7 @@ class ServerState:
     ingest_via: object = None
     sessions: Sessions | None = None  # the UI's logins (sessions.py)
     limiter: LoginLimiter | None = None  # failed logins per client address
+    repairs: object = None  # the doctor in the background (repairs.RepairQueue)
 
 
 def principal(request: Request) -> Principal:

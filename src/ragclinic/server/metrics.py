@@ -21,6 +21,10 @@ class Metrics:
         self.repairs = Counter("ragclinic_repairs_total", "Repairs the doctor tried", ("treatment", "accepted"),
                                registry=r)
         self.queue = Gauge("ragclinic_model_queue_depth", "Model calls waiting or running", registry=r)
+        self.background = Counter("ragclinic_background_repairs_total", "Background repairs by outcome "
+                                  "(improved, unchanged, dropped, skipped, failed)", ("outcome",), registry=r)
+        self.repair_queue = Gauge("ragclinic_background_repair_queue_depth", "Answers waiting for the doctor",
+                                  registry=r)
 
     def observe_answer(self, payload: dict, trace) -> None:
         """One answered request: its outcome, its layers' durations, the doctor's findings."""
@@ -32,6 +36,10 @@ class Metrics:
         for s in getattr(trace, "spans", ()) or ():
             if s.status == "ok" and s.layer in ("retrieve", "scope", "gate", "generate"):
                 self.layer.labels(s.layer).observe(s.duration_ms / 1000)
+        self.observe_doctor(payload)
+
+    def observe_doctor(self, payload: dict) -> None:
+        """The doctor's findings and treatments in an answer's payload (also a background repair's)."""
         for x in payload.get("symptoms", ()):
             self.symptoms.labels(x.get("name", ""), x.get("layer", "")).inc()
         for r in payload.get("repairs", ()):

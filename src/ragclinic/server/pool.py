@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 import queue
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -19,6 +20,8 @@ from ragclinic.server.uploads import clean_stale, sources_under
 
 # set by a request whose client disconnected: its model calls not yet started are dropped
 CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("ragclinic_cancelled", default=None)
+# set in the background repair's thread (server/repairs.py): its model calls wait while a question's are waiting
+BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("ragclinic_background", default=False)
 
 
 class ClientGone(ModelError):
@@ -26,13 +29,15 @@ class ClientGone(ModelError):
 
 
 class QueuedModel:
-    """The shared model: one call at a time, in arrival order; waiting calls counted (``depth``)."""
+    """The shared model: one call at a time, in arrival order, except that a background call (BACKGROUND) lets
+    every question's call that is waiting go first; waiting calls counted (``depth``)."""
 
     def __init__(self, lm, gauge=None) -> None:
         self.lm, self.gauge = lm, gauge
         self.model_id = lm.model_id
         self._turn = threading.Lock()
         self._depth = 0
+        self._foreground = 0  # questions' calls waiting or running
         self._count = threading.Lock()
 
     @property
@@ -41,10 +46,11 @@ class QueuedModel:
 
     @contextmanager
     def _queued(self) -> Iterator[None]:
-        self._add(1)
+        background = BACKGROUND.get()
+        self._add(1, 0 if background else 1)
         try:
             gone = CANCELLED.get()
-            while not self._turn.acquire(timeout=0.1):
+            while not self._take(background):
                 if gone is not None and gone.is_set():
                     raise ClientGone("the client disconnected: its queued model call was dropped")
             try:
@@ -54,11 +60,27 @@ class QueuedModel:
             finally:
                 self._turn.release()
         finally:
-            self._add(-1)
+            self._add(-1, 0 if background else -1)
 
-    def _add(self, n: int) -> None:
+    def _take(self, background: bool) -> bool:
+        """The model's turn (False after a short wait): a background call takes it only while no question's call
+        waits, and gives it back at once when one came in as it took it."""
+        if not background:
+            return self._turn.acquire(timeout=0.1)
+        if self._foreground:
+            time.sleep(0.05)
+            return False
+        if not self._turn.acquire(timeout=0.1):
+            return False
+        if self._foreground:
+            self._turn.release()
+            return False
+        return True
+
+    def _add(self, n: int, foreground: int) -> None:
         with self._count:
             self._depth += n
+            self._foreground += foreground
             if self.gauge is not None:
                 self.gauge.set(self._depth)
 

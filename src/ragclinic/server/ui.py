@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response, Streamin
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
-from ragclinic.clinic import Question
+from ragclinic.clinic import Consultation, Question
 from ragclinic.errors import OutsideScope
 from ragclinic.limits import check_question, check_request, check_text
 from ragclinic.server import sessions as _s
@@ -36,6 +36,7 @@ from ragclinic.server.guard import cross_site
 from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
 from ragclinic.trace.store import add_feedback, list_traces
+from ragclinic.types import Answer
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -186,12 +187,14 @@ async def ask_stream(request: Request):
             elif span.layer == "gate" and st.decision is not None:
                 j.emit("status", f"the gate: {st.decision.route} (evidence {st.decision.evidence_score:.2f})…")
 
-        doctor, said = params.get("doctor") == "1", params.get("reply", "").strip()
+        mode, said = params.get("doctor", ""), params.get("reply", "").strip()
+        doctor, later = mode in ("1", "later"), mode == "later"  # later: the doctor after the answer is shown
         round_id = params.get("round", "")  # the reply form's: a round id this server made, else a new round
         round_id = round_id if re.fullmatch(r"\d{8}-[0-9a-f]{10}", round_id) else ""
         with rc.pool.reader() as clinic:  # with the doctor, an ambiguous question is asked back (one reply form)
-            q = Question(question, scope, doctor, interactive=doctor, enforced=caller.enforced,
-                         owner=ui_parts.owner_of(caller), debug_round_id=round_id)
+            q = Question(question, scope, doctor, interactive=doctor and not later, enforced=caller.enforced,
+                         owner=ui_parts.owner_of(caller), debug_round_id=round_id,
+                         repair="async" if later else "sync")
             seen = clinic.answer(q, on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
                                  reply=(lambda _asked: said) if said else None)
         rc.metrics.observe_answer(seen.payload, seen.trace)
@@ -200,10 +203,33 @@ async def ask_stream(request: Request):
         html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html, params))
         j.emit("status", "")
         j.emit("final", html)
+        if seen.repair_pending:
+            _repair_later(rc, j, q, seen, caller, params)
 
     job.run(work)
     return StreamingResponse(sse_body(job, request.is_disconnected, done=True), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
+
+
+def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str]) -> None:
+    """The doctor in the background for the answer just shown: its outcome in the status line, and an improved
+    answer (what changed and why, the first answer folded under it) in the answer's place."""
+    outcome = rc.repairs.submit(q, seen.trace.id, seen.trace.kb_version)
+    if outcome.status == "pending":
+        j.emit("status", "the doctor is checking this answer…")
+        outcome = rc.repairs.wait(seen.trace.id, rc.settings.repair_wait_s, j.cancelled)
+    if outcome is None or outcome.status != "improved":
+        said = outcome.reason if outcome is not None else "no outcome"
+        j.emit("status", f"the doctor checked this answer: {said}" if outcome and outcome.finished else
+               f"the doctor is still working on this answer ({said}); it will be in the trace")
+        return
+    better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), outcome.answer), caller, rc.settings)
+    first = seen.answer
+    ctx = ui_parts.answer_context(better, answer_html, params)
+    ctx["improved"] = {"changes": outcome.changes, "first_html": answer_html(first.text, first.citations,
+                                                                             first.trace_id)}
+    j.emit("status", "")
+    j.emit("improved", templates.get_template("_answer.html").render(ctx))
 
 
 @router.post("/ui/feedback")

@@ -40,7 +40,7 @@ _NOT_ANSWER_SHAPING = frozenset({"kb", "cache_dir", "llm_threads", "llm_call_tim
                                  "allowed_hosts", "session_hours", "login_failures_max", "login_failures_window_s",
                                  "max_scope_keys", "max_scope_key_chars", "max_scope_value_chars", "max_chat_messages",
                                  "max_chat_message_chars", "max_feedback_note_chars", "max_upload_files",
-                                 "max_upload_name_bytes", "parse_timeout_s"})
+                                 "max_upload_name_bytes", "parse_timeout_s", "repair_queue_max", "repair_wait_s"})
 # Words that make a question politer or more emphatic, not another question (after text.support's stopwords).
 FILLERS = frozenset({"exact", "exactly", "precis", "precisely", "me", "us", "just", "actual", "actually", "briefli",
                      "briefly", "quick", "quickly", "kind", "kindly", "一下", "告诉", "知道", "请", "想", "想知道",
