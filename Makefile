@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 TRAIN_PY := PYTHONPATH=training $(PY)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross train-probe bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
+.PHONY: install check demo test train-verifier instruction-paraphrases train-instructions train-cross train-probe train-forecast bench-verifier bench-llama-variants bench-ingest bench-index bench-retrieval bench-latency bench-ask bench-gate bench-eval bench-debugger clean
 
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
@@ -92,6 +92,14 @@ train-probe: install
 	$(TRAIN_PY) -m ragclinic_training.probe_train --states bench/out/probe/states \
 	  --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json --halueval $(DATA)/halueval/qa_one-turn_data.json \
 	  --out src/ragclinic/verify/weights/probe-local-v1.npz --report bench/out/probe/train.json
+
+## The doctor's failure forecast (doctor/forecast.py): licensed questions against a knowledge base of their documents (~7 min, no
+## language model), then the heads; put the printed sha256 into forecast.SHIPPED_SHA256.
+train-forecast: install
+	$(TRAIN_PY) -m ragclinic_training.forecast_data --cmrc $(DATA)/cmrc2018/cmrc2018_trial.json \
+	  --halueval $(DATA)/halueval/qa_one-turn_data.json --out bench/out/forecast
+	$(TRAIN_PY) -m ragclinic_training.forecast_train --rows bench/out/forecast/rows.jsonl \
+	  --out src/ragclinic/doctor/forecast-v1.json --report bench/out/forecast/report.json
 
 ## Benchmarks (figures go to bench/RESULTS.md by hand, with the command that produced them).
 ## Prompt / generation tokens/s of the llama.cpp CPU variants (runtime dispatch and each forced variant).

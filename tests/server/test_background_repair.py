@@ -33,6 +33,7 @@ def _serve(tmp, **extra):
     from ragclinic.server.app import create_app
     from ragclinic.server.auth import Keys
 
+    hosts = extra.pop("allowed_hosts", ["testserver"])
     root = tmp / "docs"
     root.mkdir(parents=True)
     for name, text in BOND_DOCS.items():
@@ -43,7 +44,7 @@ def _serve(tmp, **extra):
     with Clinic.open(tmp / "kb", **settings) as c:
         c.ingest(root)
         c.ingest(tmp / "acme", tags={"tenant": "acme"})
-    app = create_app(Settings.load(tmp / "kb", **settings, allowed_hosts=["testserver"]), Keys(KEYS))
+    app = create_app(Settings.load(tmp / "kb", **settings, allowed_hosts=hosts), Keys(KEYS))
     return TestClient(app)
 
 
@@ -119,7 +120,7 @@ def test_the_stream_sends_final_then_the_improved_answer(client):
                        headers={**auth(ADMIN), "Accept": "text/event-stream"}) as r:
         events = _events(r)
     names = [n for n, _ in events]
-    assert "final" in names and names[-1] in ("improved", "repair"), names
+    assert "final" in names and names[-1] in ("improved", "repair_outcome"), names
     assert names.index("final") < len(names) - 1
     final = json.loads(dict(events)["final"])
     last = json.loads(events[-1][1])
@@ -181,9 +182,9 @@ class _Gate:
     def __init__(self, pool):
         self.pool, self.open = pool, threading.Event()
 
-    def reader(self):
+    def background(self):
         self.open.wait(30)
-        return self.pool.reader()
+        return self.pool.background()
 
 
 def test_the_queue_is_bounded_and_drops_what_an_ingest_made_stale(tmp_path):
@@ -290,3 +291,80 @@ def test_what_counts_as_a_visible_change():
     assert _visibly_changed(same, ans("Bills and notes are the proxy [1].", ["a"]), noise)
     assert _visibly_changed(same, ans("I can't answer this.", [], refused=True), noise)
     assert not _visibly_changed(same, ans("Bills are the proxy [2].", ["a"], notes=("may be incomplete",)), noise)
+
+
+class _Clinics:
+    """A stand-in pool whose background clinic repairs by a given function (no knowledge base)."""
+
+    def __init__(self, repair):
+        self.repair_fn = repair
+
+    def background(self):
+        import contextlib
+        from types import SimpleNamespace as NS
+
+        outer = self
+
+        @contextlib.contextmanager
+        def clinic():
+            yield NS(kb=NS(db=NS(version=1)), repair=outer.repair_fn)
+
+        return clinic()
+
+
+def _queue(repair, **settings):
+    from types import SimpleNamespace as NS
+
+    from ragclinic.server.repairs import RepairQueue
+
+    return RepairQueue(_Clinics(repair), NS(repair_queue_max=settings.get("limit", 16)), None,
+                       on_outcome=settings.get("on_outcome"))
+
+
+def test_waiting_answers_are_never_forgotten_and_a_failing_observer_stops_nothing(monkeypatch):
+    from ragclinic.server import repairs
+
+    monkeypatch.setattr(repairs, "KEEP", 3)
+    gate, seen = threading.Event(), []
+
+    def slow(q, tid):
+        gate.wait(10)
+        raise RagclinicError("no such trace")  # → "failed", the answer stands
+
+    def observer(outcome):
+        seen.append(outcome.status)
+        raise RuntimeError("a broken metrics exporter")
+
+    q = _queue(slow, limit=10, on_outcome=observer)
+    for i in range(8):  # more waiting than KEEP: none of them may be forgotten
+        assert q.submit(Question(f"q{i}"), f"t{i}", 1).status == "pending"
+    assert all(q.get(f"t{i}") is not None for i in range(8))
+    gate.set()
+    done = [q.wait(f"t{i}", 10) for i in range(8)]
+    assert all(d is not None and d.status == "failed" for d in done[-3:])  # the last KEEP kept, all finished
+    assert seen.count("failed") == 8  # the observer failed every time; the worker went on
+    assert q.submit(Question("again"), "t9", 1).status == "pending" and q.wait("t9", 10).status == "failed"
+    q.close()
+    assert q.submit(Question("late"), "t10", 1).reason == "the server is stopping"
+
+
+def test_closing_refuses_the_running_repairs_next_model_call():
+    from ragclinic.server.pool import CANCELLED, ClientGone
+
+    started, calls = threading.Event(), []
+
+    def repair(q, tid):
+        started.set()
+        for _ in range(100):  # a repair making model calls until the server stops
+            gone = CANCELLED.get()
+            if gone is not None and gone.is_set():
+                calls.append("refused")
+                raise ClientGone("the client disconnected: its queued model call was dropped")
+            time.sleep(0.02)
+        calls.append("finished")
+
+    q = _queue(repair)
+    q.submit(Question("q"), "t", 1)
+    assert started.wait(5)
+    q.close()
+    assert calls == ["refused"] and q.get("t").status == "failed"

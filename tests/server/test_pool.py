@@ -89,7 +89,7 @@ def test_a_background_call_lets_a_questions_call_go_first():
     delayed by at most the call the repair is in."""
     from ragclinic.server.pool import BACKGROUND
 
-    lm = PacedLanguageModel(["one two three"], token_seconds=0.05)
+    lm = PacedLanguageModel(["one two three"], token_seconds=0.2)  # a call: ~0.6 s, far longer than the starts
     q = QueuedModel(lm)
     order: list[str] = []
 

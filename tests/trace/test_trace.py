@@ -103,3 +103,19 @@ def test_schema_2_knowledge_base_gains_the_trace_table(tmp_path):
     db = Database(tmp_path / "kb.sqlite")
     assert db.meta("schema_version") == "4" and list_traces(db) == []
     db.close()
+
+
+def test_a_rating_and_the_doctors_record_never_erase_each_other(kb):
+    """The doctor in the background saves the trace it loaded before a user rated the answer (and a rating may
+    land while the doctor saves): both survive."""
+    from ragclinic.trace.store import add_feedback, save_trace
+
+    _, trace = Pipeline(kb).ask("What is the risk-free rate?")
+    loaded = load_trace(kb.db, trace.id)  # the doctor's copy, loaded before the rating
+    assert add_feedback(kb.db, trace.id, {"rating": -1, "note": "too short"}) == 1
+    save_trace(kb.db, dataclasses.replace(loaded, doctor={"outcome": "healthy"}))
+    again = load_trace(kb.db, trace.id)
+    assert again.doctor == {"outcome": "healthy"} and [f["rating"] for f in again.feedback] == [-1]
+    assert add_feedback(kb.db, trace.id, {"rating": 1, "note": ""}) == 2
+    final = load_trace(kb.db, trace.id)
+    assert final.doctor == {"outcome": "healthy"} and [f["rating"] for f in final.feedback] == [-1, 1]

@@ -202,7 +202,8 @@ class Clinic:
         """The doctor's examination and repairs of a plain answer already given (``answer`` with
         ``repair="async"`` returned it and its trace): the same as the doctor would have done before answering,
         from the trace's recorded state (no layer runs again unless a treatment re-runs it). The root trace then
-        records the symptoms and repairs, and the result is kept in the answer cache for ``q``. ``q`` must be the
+        records the symptoms and repairs, and the result is kept in the answer cache for ``q`` (unless the knowledge
+        base changed since the trace: its answer would be about documents no longer there). ``q`` must be the
         question the trace answered; its enforced tags are checked against the trace's (``OutsideScope``)."""
         trace = self._for_caller(self.trace(trace_id, exact=True), q.enforced_dict or None)
         if trace.parent_id or (not q.conversation and trace.query != q.text):
@@ -212,11 +213,13 @@ class Clinic:
             raise RagclinicError(f"trace {trace.id} was already examined by the doctor; its outcome is in "
                                  "`ragclinic trace show`")
         result = self.doctor().treat(state_after(trace, "generate"), trace)
-        front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
-        try:
-            payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
-        finally:
-            front.close()
+        payload = {**result.to_json(), "cached": False}
+        if self.kb.db.version == trace.kb_version:  # never under a newer version: its documents are others
+            front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
+            try:
+                payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
+            finally:
+                front.close()
         return Consultation(_doctored(result), payload, result, False, result.trace)
 
     def search(self, q: Question) -> tuple[tuple[Hit, ...], str]:

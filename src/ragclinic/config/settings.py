@@ -277,7 +277,9 @@ class Settings(BaseSettings):
     doctor_refusal_budget_s: float = Field(6.0, gt=0, description="Wall time the doctor may add to a refusal: "
                                            "it tries one retrieval treatment, and only when the first retrieval "
                                            "was weak (docs/settings.md).")
-    doctor_forecast: bool = Field(True, description="Use the failure forecast before treating (docs/doctor.md).")
+    doctor_forecast: str = Field("kb", pattern="^(kb|shipped|off)$", description="The failure forecast the doctor "
+                                 "reads: kb (the knowledge base's own, `doctor train`), shipped (else the shipped "
+                                 "heads), off (docs/doctor.md).")
     doctor_forecast_skip: float = Field(0.1, ge=0, le=1.01, description="Forecast: every kind below this → the "
                                         "fast path (noise and reach noted, not treated); 0 = never.")
     doctor_forecast_miss: float = Field(0.5, ge=0, le=1.01, description="Forecast: a refusal with a retrieval miss "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.doctor import detectors  # noqa: F401  (registers the built-in detectors)
-from ragclinic.doctor import refusal
+from ragclinic.doctor import forecast, refusal
 from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam
@@ -76,6 +76,7 @@ class Doctor:
         self.pipe = pipeline
         self.settings = pipeline.settings
         self.interactive = interactive
+        self.forecaster = forecast.load(pipeline.settings.kb, pipeline.settings.doctor_forecast)
 
     # ------------------------------------------------------------------ public
     def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
@@ -95,15 +96,20 @@ class Doctor:
                    "doctor_refusal_budget_s")
         crashed = [f for f in state.answer.flags if f.startswith("llm_crashed")]  # repairs then run without it
         lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None and not crashed else None
+        told = self.forecaster.predict(state) if self.forecaster is not None else None  # before-generation state
         fast = self.confident(state)
-        sess = _Session(self, budget, lm, self._judge(lm), care)
+        if told is not None and care is None and not fast and state.answer.route == "answer":
+            fast = forecast.healthy(told, s.doctor_forecast_skip)
+        if told is not None and care is not None and (reach := forecast.refusal_reach(told, s)) is not None:
+            care = refusal.RefusalCare(reach, f"the forecast ({told.model}): {told.said()}")
+        sess = _Session(self, budget, lm, self._judge(lm), care, told)
         stop, crash = "", ""
         try:
             sess.current = sess.initial = self._visit(state, trace, budget, sess.judge)
             if fast:
                 sess.fast_path(fast)
         except ModelCrashed as e:  # the examination's judge died: rules only, and no repairs
-            sess = _Session(self, budget, None, None, care)
+            sess = _Session(self, budget, None, None, care, told)
             sess.current = sess.initial = self._visit(state, trace, budget, None)
             stop, crash = "model crashed", e.reason
         sess.note_symptoms(0)
@@ -124,6 +130,8 @@ class Doctor:
                    "initial_confidence": sess.initial.score, "final_confidence": current.score, **budget.summary()}
         if care is not None:  # a refusal: how its retrieval went, and what was not tried and why
             summary.update(refusal=care.to_json(), skipped=sess.skipped)
+        if told is not None:
+            summary["forecast"] = told.to_json()
         root = replace(trace, symptoms=tuple(sess.found), repairs=tuple(sess.repairs), doctor=summary)
         save_trace(self.pipe.kb.db, root)
         return DoctorResult(replace(answer, trace_id=root.id), sess.initial.answer, tuple(sess.found),
@@ -238,8 +246,9 @@ class _Session:
     """One query's repair rounds: the current best run, what was found and tried, the budget."""
 
     def __init__(self, doctor: Doctor, budget: Budget, lm, judge: Judge | None,
-                 care: refusal.RefusalCare | None = None) -> None:
+                 care: refusal.RefusalCare | None = None, told: forecast.Forecast | None = None) -> None:
         self.doctor, self.s, self.budget, self.lm, self.judge = doctor, doctor.settings, budget, lm, judge
+        self.told = told  # the failure forecast: the likeliest failure's treatment is tried first
         self.care = care  # the first answer was a refusal: how its retrieval went (doctor/refusal.py)
         self.retrievals = 0  # retrieval treatments tried while the answer was a refusal
         self.skipped: list[dict[str, Any]] = []  # treatments a refusal did not try, each with why
@@ -269,7 +278,7 @@ class _Session:
         stop ('' to go on)."""
         exam = self.doctor._exam(self.current.state, self.current.trace, self.judge, self.budget, "rules")
         exam.symptoms = present(self.current.symptoms, self.s.doctor_threshold)
-        steps = plan(exam.symptoms, exam, self.tried)
+        steps = forecast.ordered(plan(exam.symptoms, exam, self.tried), self.told)
         if self.care is not None and refusal.is_refusal(self.current.answer):
             steps, skipped = refusal.select(steps, self.care, self.retrievals)
             noted = {x["treatment"] for x in self.skipped}  # each skipped treatment once, with its first reason

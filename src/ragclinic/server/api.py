@@ -100,8 +100,8 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
     """The `ask --json` object; with `Accept: text/event-stream`, server-sent events: retrieval, scope, gate,
     delta (answer text), citation, symptom, repair, final (the same object), error. `"repair": "async"`: the
     plain answer with a `repair` object (status "pending", or "skipped" when the queue is full); a stream then
-    stays open for the outcome: `improved` (the better answer, what changed and why) or `repair` (unchanged,
-    dropped, failed)."""
+    stays open for the outcome: `improved` (the better answer, what changed and why) or `repair_outcome`
+    (unchanged, dropped, failed; or pending / running when `repair_wait_s` ran out)."""
     rc = state(request)
     if "text/event-stream" in request.headers.get("accept", ""):
         return StreamingResponse(_ask_events(rc, body, who, request), media_type="text/event-stream",
@@ -144,8 +144,9 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
         j.emit("final", p)
         if p.get("repair", {}).get("status") == "pending":  # the doctor in the background: wait for its outcome
             outcome = rc.repairs.wait(p["trace_id"], rc.settings.repair_wait_s, j.cancelled)
-            out = repair_json(outcome, who, rc.settings)
-            j.emit("improved" if out["status"] == "improved" else "repair", out)
+            out = repair_json(outcome, who, rc.settings) if outcome is not None else {
+                **p["repair"], "status": "unknown", "reason": "the server no longer holds this repair's outcome"}
+            j.emit("improved" if out["status"] == "improved" else "repair_outcome", out)
 
     job.run(work)
     async for piece in sse_body(job, request.is_disconnected):
@@ -160,9 +161,13 @@ async def repair(trace_id: str, request: Request, wait: float = 0, who: Principa
     if not 0 <= wait <= 60:
         raise ApiError(422, "invalid_request", "wait: between 0 and 60 seconds")
     rc = state(request)
-    outcome = await run_in_threadpool(rc.repairs.wait, trace_id, wait) if wait else rc.repairs.get(trace_id)
+    outcome = rc.repairs.get(trace_id)
     if outcome is None or (who.tenant and dict(outcome.enforced) != dict(who.enforced)):
         raise no_trace(trace_id)  # another tenant's answers are answered as if they did not exist
+    deadline = time.monotonic() + wait
+    while not outcome.finished and time.monotonic() < deadline and not await request.is_disconnected():
+        await asyncio.sleep(0.2)  # on the event loop: a long poll holds no worker thread
+        outcome = rc.repairs.get(trace_id) or outcome
     return repair_json(outcome, who, rc.settings)
 
 

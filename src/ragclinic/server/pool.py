@@ -1,7 +1,8 @@
 """Clinics for concurrent requests: one language model shared by all (its calls queued, the queue depth a
 gauge, a queued call dropped when its client has gone), a few reader clinics for questions and one for
 searches and reads (each with its own SQLite connection: a read never waits for an ingest, nor a search for a
-question, and each sees the last committed version), one writer for ingest."""
+question, and each sees the last committed version), one for the background repairs (made when the first is
+queued), one writer for ingest."""
 
 from __future__ import annotations
 
@@ -112,6 +113,9 @@ class ClinicPool:
         self._free = self._make(max(1, readers), on_warning)  # questions (they wait for the model)
         self._search = self._make(1, on_warning)  # searches and reads: never queued behind a question
         self.writer = Clinic(settings, model=self.model, on_warning=on_warning, sync_indexes=False)
+        self._bg: "queue.Queue[Clinic] | None" = None  # background repairs' clinic, made on first use
+        self._bg_lock = threading.Lock()
+        self._on_warning = on_warning
         self._write = threading.Lock()
         self.stale_uploads = self._clean_uploads()
 
@@ -142,6 +146,19 @@ class ClinicPool:
             yield c
         finally:
             self._free.put(c)
+
+    @contextmanager
+    def background(self) -> Iterator[Clinic]:
+        """The clinic of the background repairs (server/repairs.py: one worker): made on first use, so a repair
+        never holds a reader that a question is waiting for."""
+        with self._bg_lock:
+            if self._bg is None:
+                self._bg = self._make(1, self._on_warning)
+            c = self._bg.get()
+        try:
+            yield c
+        finally:
+            self._bg.put(c)
 
     @contextmanager
     def searcher(self) -> Iterator[Clinic]:

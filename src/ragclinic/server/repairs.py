@@ -1,5 +1,5 @@
 """The doctor in the background (``"repair": "async"``): the plain answer is sent at once, and its trace waits
-here for the doctor. One worker thread takes the waiting answers in order, each with a reader clinic, and runs
+here for the doctor. One worker thread takes the waiting answers in order, with a clinic of its own, and runs
 ``Clinic.repair``; a repair that a re-run won (the doctor kept another run's answer) is published as "improved"
 with what changed and why, any other outcome changes nothing the caller sees.
 
@@ -23,7 +23,7 @@ from typing import Any
 from ragclinic.clinic import Question
 from ragclinic.errors import RagclinicError
 from ragclinic.pipeline.generate.citations import CITE
-from ragclinic.server.pool import BACKGROUND
+from ragclinic.server.pool import BACKGROUND, CANCELLED
 
 log = logging.getLogger("ragclinic.server")
 KEEP = 1000  # finished outcomes kept for GET /v1/repairs/{trace_id}
@@ -75,27 +75,31 @@ class RepairQueue:
         self._outcomes: collections.OrderedDict[str, Outcome] = collections.OrderedDict()
         self._events: dict[str, threading.Event] = {}
         self._closed = False
+        self._stop = threading.Event()  # set by close(): the running repair's next model call is refused
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ callers
     def submit(self, q: Question, trace_id: str, kb_version: int) -> Outcome:
         """Queue the plain answer ``trace_id`` (to ``q``) for the doctor → its pending Outcome, or "skipped"
-        when the queue is full or background repair is off."""
+        when the queue is full, background repair is off or the server is stopping."""
         limit = self.settings.repair_queue_max
         with self._lock:
-            if limit == 0 or self._closed:
-                return self._finish(Outcome(trace_id, "skipped", "background repair is off (repair_queue_max is 0)",
-                                            enforced=q.enforced))
-            if len(self._waiting) >= limit:
-                return self._finish(Outcome(trace_id, "skipped", f"{limit} answers were already waiting for the doctor "
-                                            "(repair_queue_max); this one was answered without it",
-                                            enforced=q.enforced))
-            job = _Job(q, trace_id, kb_version)
-            self._waiting.append(job)
-            self._events[trace_id] = job.done
-            pending = self._keep(Outcome(trace_id, "pending", "waiting for the doctor", enforced=q.enforced))
-            self._gauge()
-            self._lock.notify()
+            why = ("background repair is off (repair_queue_max is 0)" if limit == 0 else
+                   "the server is stopping" if self._closed else
+                   f"{limit} answers were already waiting for the doctor (repair_queue_max); this one was answered "
+                   "without it" if len(self._waiting) >= limit else "")
+            if why:
+                skipped = self._finish(Outcome(trace_id, "skipped", why, enforced=q.enforced))
+            else:
+                job = _Job(q, trace_id, kb_version)
+                self._waiting.append(job)
+                self._events[trace_id] = job.done
+                pending = self._keep(Outcome(trace_id, "pending", "waiting for the doctor", enforced=q.enforced))
+                self._gauge()
+                self._lock.notify()
+        if why:
+            self._announce([skipped])
+            return skipped
         self._start()
         return pending
 
@@ -119,11 +123,14 @@ class RepairQueue:
             return len(self._waiting)
 
     def close(self) -> None:
-        """Stop taking answers; those still waiting are dropped (the server is stopping)."""
+        """Stop taking answers; those still waiting are dropped, and the running repair's next model call is
+        refused (the server is stopping: its clinics are about to close)."""
         with self._lock:
             self._closed = True
-            self._drop_waiting("the server stopped before the doctor reached this answer")
+            dropped = self._drop_waiting("the server stopped before the doctor reached this answer")
+            self._stop.set()
             self._lock.notify_all()
+        self._announce(dropped)
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -131,18 +138,20 @@ class RepairQueue:
         """An ingest ended with the knowledge base at ``version``: every waiting repair of an answer given at
         another version is dropped (None: all of them)."""
         with self._lock:
-            self._drop_waiting("the knowledge base changed before the doctor reached this answer",
-                               lambda job: version is None or job.kb_version != version)
+            dropped = self._drop_waiting("the knowledge base changed before the doctor reached this answer",
+                                         lambda job: version is None or job.kb_version != version)
+        self._announce(dropped)
 
     # ------------------------------------------------------------------ the worker
     def _start(self) -> None:
         with self._lock:
-            if self._thread is None and not self._closed:
+            if (self._thread is None or not self._thread.is_alive()) and not self._closed:
                 self._thread = threading.Thread(target=self._work, name="ragclinic-repairs", daemon=True)
                 self._thread.start()
 
     def _work(self) -> None:
         BACKGROUND.set(True)  # this thread's model calls give way to questions being answered
+        CANCELLED.set(self._stop)  # and are refused once the server stops
         while True:
             with self._lock:
                 while not self._waiting and not self._closed:
@@ -151,7 +160,8 @@ class RepairQueue:
                     return
                 job = self._waiting.popleft()
                 self._gauge()
-                self._keep(replace(self._outcomes[job.trace_id], status="running", reason="the doctor is examining it"))
+                self._keep(Outcome(job.trace_id, "running", "the doctor is examining it",
+                                   enforced=job.question.enforced))
             try:
                 outcome = self._repair(job)
             except Exception as e:  # noqa: BLE001 - a failed repair changes nothing the caller sees
@@ -160,11 +170,12 @@ class RepairQueue:
                                   "stands as it was sent", enforced=job.question.enforced)
             with self._lock:
                 self._finish(outcome)
+            self._announce([outcome])
 
     def _repair(self, job: _Job) -> Outcome:
         q, tid = job.question, job.trace_id
         t0 = time.perf_counter()
-        with self.pool.reader() as clinic:
+        with self.pool.background() as clinic:
             if clinic.kb.db.version != job.kb_version:
                 return Outcome(tid, "dropped", "the knowledge base changed before the doctor reached this answer",
                                enforced=q.enforced)
@@ -195,11 +206,14 @@ class RepairQueue:
 
     # ------------------------------------------------------------------ bookkeeping (under the lock)
     def _keep(self, outcome: Outcome) -> Outcome:
+        """Record ``outcome``; beyond KEEP the oldest *finished* ones are forgotten (an answer still waiting or
+        being repaired is never: the queue bounds those)."""
         self._outcomes[outcome.trace_id] = outcome
         self._outcomes.move_to_end(outcome.trace_id)
-        while len(self._outcomes) > KEEP:
-            old, _ = self._outcomes.popitem(last=False)
-            self._events.pop(old, None)
+        if len(self._outcomes) > KEEP:
+            for old in [k for k, o in self._outcomes.items() if o.finished][:len(self._outcomes) - KEEP]:
+                del self._outcomes[old]
+                self._events.pop(old, None)
         return outcome
 
     def _finish(self, outcome: Outcome) -> Outcome:
@@ -207,22 +221,33 @@ class RepairQueue:
         done = self._events.get(outcome.trace_id)
         if done is not None:
             done.set()
-        if self.metrics is not None:
-            self.metrics.background.labels(outcome.status).inc()
-        if self.on_outcome is not None:
-            self.on_outcome(outcome)
         return outcome
 
-    def _drop_waiting(self, reason: str, which=lambda job: True) -> None:
+    def _drop_waiting(self, reason: str, which=lambda job: True) -> list[Outcome]:
         kept: collections.deque[_Job] = collections.deque()
+        dropped = []
         while self._waiting:
             job = self._waiting.popleft()
             if which(job):
-                self._finish(Outcome(job.trace_id, "dropped", reason, enforced=job.question.enforced))
+                dropped.append(self._finish(Outcome(job.trace_id, "dropped", reason, enforced=job.question.enforced)))
             else:
                 kept.append(job)
         self._waiting = kept
         self._gauge()
+        return dropped
+
+    # ------------------------------------------------------------------ outside the lock
+    def _announce(self, outcomes) -> None:
+        """Metrics and the ``on_outcome`` hook for finished outcomes; a hook that fails is logged, never the
+        worker's or an ingest's end."""
+        for outcome in outcomes:
+            try:
+                if self.metrics is not None:
+                    self.metrics.background.labels(outcome.status).inc()
+                if self.on_outcome is not None:
+                    self.on_outcome(outcome)
+            except Exception as e:  # noqa: BLE001 - observers never break the queue
+                log.warning("a background repair's observer failed: %s", e)
 
     def _gauge(self) -> None:
         if self.metrics is not None:

@@ -219,9 +219,12 @@ def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str])
         j.emit("status", "the doctor is checking this answer…")
         outcome = rc.repairs.wait(seen.trace.id, rc.settings.repair_wait_s, j.cancelled)
     if outcome is None or outcome.status != "improved":
-        said = outcome.reason if outcome is not None else "no outcome"
-        j.emit("status", f"the doctor checked this answer: {said}" if outcome and outcome.finished else
-               f"the doctor is still working on this answer ({said}); it will be in the trace")
+        if outcome is not None and outcome.status == "unchanged":
+            j.emit("status", f"the doctor checked this answer: {outcome.reason}")
+        elif outcome is not None and outcome.finished:  # skipped, dropped, failed
+            j.emit("status", f"the doctor did not check this answer: {outcome.reason}")
+        else:
+            j.emit("status", "the doctor is still working on this answer; its outcome will be in the trace")
         return
     better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), outcome.answer), caller, rc.settings)
     first = seen.answer

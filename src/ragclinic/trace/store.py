@@ -12,7 +12,13 @@ from ragclinic.trace.model import Trace
 
 
 def save_trace(db: Database, trace: Trace) -> None:
+    """Insert or replace the trace; ratings stored since it was loaded (``add_feedback`` while the doctor worked on
+    it in the background) are kept."""
     with db.transaction():
+        row = db.conn.execute("SELECT json_extract(data, '$.feedback') FROM traces WHERE id = ?", [trace.id]).fetchone()
+        stored = json.loads(row[0]) if row and row[0] else []
+        if any(f not in trace.feedback for f in stored):
+            trace = replace(trace, feedback=trace.feedback + tuple(f for f in stored if f not in trace.feedback))
         db.conn.execute(
             "INSERT OR REPLACE INTO traces (id, debug_round_id, parent_id, created, query, route, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -63,9 +69,13 @@ def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, r
 
 
 def add_feedback(db: Database, trace_id: str, entry: dict[str, Any]) -> int:
-    """Append a rating to a trace's record; how many it now has."""
-    trace = load_trace(db, trace_id)
-
-    kept = replace(trace, feedback=trace.feedback + (entry,))
-    save_trace(db, kept)
-    return len(kept.feedback)
+    """Append a rating to a trace's record (in place: nothing else of the trace is rewritten, so a doctor saving
+    it meanwhile loses nothing, nor does this); how many it now has."""
+    trace_id = load_trace(db, trace_id).id
+    with db.transaction():
+        db.conn.execute("UPDATE traces SET data = json_set(data, '$.feedback', json_insert(COALESCE("
+                        "json_extract(data, '$.feedback'), json_array()), '$[#]', json(?))) WHERE id = ?",
+                        [json.dumps(entry, ensure_ascii=False), trace_id])
+        row = db.conn.execute("SELECT json_array_length(data, '$.feedback') FROM traces WHERE id = ?",
+                              [trace_id]).fetchone()
+    return int(row[0])
