@@ -251,9 +251,9 @@ def test_under_load_every_question_is_answered_and_the_queue_stays_bounded(tmp_p
         assert any(d["status"] != "skipped" for d in done)
 
 
-def test_the_page_shows_the_answer_then_the_improved_one(client):
-    with client.stream("GET", "/ui/ask/stream", params={"q": "What is duration and what is a treasury bill?",
-                                                         "doctor": "later"}, headers=auth(ADMIN)) as r:
+def test_the_page_shows_the_answer_then_the_improved_one(tmp_path):
+    with _serve(tmp_path, answer_cache=False) as client, client.stream(
+            "GET", "/ui/ask/stream", params={"q": COMPOUND, "doctor": "later"}, headers=auth(ADMIN)) as r:
         assert r.status_code == 200
         events = _events(r)
     names = [n for n, _ in events]
@@ -264,7 +264,8 @@ def test_the_page_shows_the_answer_then_the_improved_one(client):
     html = dict(events)["improved"]
     assert "Improved answer" in html and "the first answer" in html and "decompose (for compound" in html
     new = html.split("</details>", 1)[1]  # the improved answer, after the folded first one
-    assert new.index("Duration measures") < new.index("treasury bills")
+    first = html.split("</details>", 1)[0]
+    assert "Duration measures" in new and "Duration measures" not in first.split("the first answer", 1)[1]
 
 
 def test_the_page_says_when_the_doctor_changed_nothing(client):
@@ -289,6 +290,9 @@ def test_what_counts_as_a_visible_change():
     assert not _visibly_changed(same, ans("Bills are the proxy [3].", ["b"]), noise)  # another passage, same words
     assert _visibly_changed(same, ans("Bills are the proxy [3].", ["b"]), cites)  # a citation repaired
     assert _visibly_changed(same, ans("Bills and notes are the proxy [1].", ["a"]), noise)
+    two = ans("Bills are the proxy [1]. Duration measures price moves [2].", ["a", "b"])
+    assert not _visibly_changed(two, ans("Duration measures price moves [1]. Bills are the proxy [2].", ["b", "a"]),
+                                noise)  # the same sentences reordered
     assert _visibly_changed(same, ans("I can't answer this.", [], refused=True), noise)
     assert not _visibly_changed(same, ans("Bills are the proxy [2].", ["a"], notes=("may be incomplete",)), noise)
 
@@ -368,3 +372,49 @@ def test_closing_refuses_the_running_repairs_next_model_call():
     assert started.wait(5)
     q.close()
     assert calls == ["refused"] and q.get("t").status == "failed"
+
+
+@pytest.fixture(scope="module")
+def live_bg(tmp_path_factory):
+    """The extractive server on a real socket, for the browser."""
+    import uvicorn
+
+    with _serve(tmp_path_factory.mktemp("bg-live"), answer_cache=False, allowed_hosts=["127.0.0.1"]) as c:
+        server = uvicorn.Server(uvicorn.Config(c.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not (server.started and server.servers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "the test server did not start"
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_in_a_browser_the_improved_answer_replaces_the_first(live_bg):
+    from playwright.sync_api import sync_playwright
+
+    from .test_ui_browser import SHOTS, _chromium
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1100, "height": 800}, base_url=live_bg)
+            violations = []
+            page.on("console", lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None)
+            page.goto(f"/?api_key={ADMIN}")
+            page.fill("input[name=q]", COMPOUND)
+            page.select_option("select[name=doctor]", "later")
+            page.click("form.ask button[type=submit]")
+            page.wait_for_selector(".improved", timeout=30_000)
+            box = page.inner_text("#answer-box")
+            assert "Improved answer" in box and "decompose" in box
+            assert "Duration measures" in page.inner_text("#answer")  # the new answer holds both parts
+            page.click(".improved summary")  # the first answer, folded under it
+            assert "treasury bills" in page.inner_text(".improved details")  # the first answer had one part
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "improved-answer.png"), full_page=True)
+            assert not violations, violations
+        finally:
+            browser.close()

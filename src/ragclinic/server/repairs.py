@@ -23,6 +23,7 @@ from typing import Any
 from ragclinic.clinic import Question
 from ragclinic.errors import RagclinicError
 from ragclinic.pipeline.generate.citations import CITE
+from ragclinic.text.sentences import split_sentences
 from ragclinic.server.pool import BACKGROUND, CANCELLED
 
 log = logging.getLogger("ragclinic.server")
@@ -258,12 +259,14 @@ _CITATION_SYMPTOMS = ("citation_error", "unsupported_citation")
 
 
 def _visibly_changed(before, after, kept) -> bool:
-    """Whether the user reads another answer: other words (citation markers aside), a refusal given or taken back,
+    """Whether the user reads another answer: other sentences (citation markers and their order aside), a refusal
+    given or taken back,
     or — when a repair was for its citations — other passages cited. Citations renumbered or moved to a
     neighbouring passage of the same text, and the doctor's notes beside an answer whose words did not change
     ("may be incomplete"), are not worth interrupting anyone for: they stay in the trace and the answer cache."""
-    def words(a) -> str:
-        return " ".join(CITE.sub("", a.text).split())
+    def words(a) -> list[str]:  # its sentences without citation markers, in any order (a reordering says nothing new)
+        text = CITE.sub("", a.text)
+        return sorted(" ".join(text[i:j].split()) for i, j in split_sentences(text) if text[i:j].strip())
 
     if words(before) != words(after) or before.refused != after.refused:
         return True
