@@ -191,3 +191,19 @@ def test_doctor_train_with_no_history_says_what_to_do(tmp_path):
     kb.close()
     r = CliRunner().invoke(app, ["doctor", "train", "--kb", str(tmp_path / "kb")])
     assert r.exit_code == 2 and "ask questions with the doctor on first" in r.output
+
+
+def test_doctor_train_that_keeps_no_head_removes_the_earlier_forecast(tmp_path):
+    kb = build_kb(tmp_path, BOND_DOCS)
+    try:
+        for q in ("What is the risk-free rate?", "What does duration measure?", "What is a treasury bill?"):
+            Doctor(Pipeline(kb)).ask(q)
+    finally:
+        kb.close()
+    stale = tmp_path / "kb" / forecast.KB_FILE
+    stale.write_text(json.dumps(_file({"retrieval_miss": 0.01, "noisy_context": 0.01})))
+    r = CliRunner().invoke(app, ["doctor", "train", "--kb", str(tmp_path / "kb"), "--json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["path"] is None and report["removed"] == str(stale) and not stale.exists()
+    assert forecast.load(tmp_path / "kb", "kb") is None

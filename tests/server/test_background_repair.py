@@ -346,6 +346,9 @@ def test_waiting_answers_are_never_forgotten_and_a_failing_observer_stops_nothin
     gate.set()
     done = [q.wait(f"t{i}", 10) for i in range(8)]
     assert all(d is not None and d.status == "failed" for d in done[-3:])  # the last KEEP kept, all finished
+    deadline = time.monotonic() + 10
+    while seen.count("failed") < 8 and time.monotonic() < deadline:  # the observer runs just after the outcome
+        time.sleep(0.01)
     assert seen.count("failed") == 8  # the observer failed every time; the worker went on
     assert q.submit(Question("again"), "t9", 1).status == "pending" and q.wait("t9", 10).status == "failed"
     q.close()

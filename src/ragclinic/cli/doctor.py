@@ -29,7 +29,7 @@ def train(kb: Optional[Path] = KbOption, limit: int = typer.Option(20000, min=1,
     from ragclinic.doctor import forecast  # on use: numpy and the pipeline
     from ragclinic.doctor.forecast_fit import refit  # on use: numpy
 
-    with Clinic.open(kb) as clinic:
+    with Clinic.open(kb, sync_indexes=False) as clinic:  # reads traces only
         base = clinic.kb
         data, report = refit(base, limit)
         if not report["rows"]:
@@ -40,12 +40,16 @@ def train(kb: Optional[Path] = KbOption, limit: int = typer.Option(20000, min=1,
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(data, sort_keys=True))
             tmp.replace(path)
+        elif path.exists():  # the history no longer supports the heads written before: none is used
+            path.unlink()
+            report["removed"] = str(path)
     report["path"] = str(path) if data["kinds"] else None
     if json_out:
         print_json(report)
         return
     t = Table("kind", "kept", "failing rows", "held-out AUROC", "why not",
-              title=f"failure forecast → {path}" if data["kinds"] else "failure forecast: no head kept, nothing written")
+              title=f"failure forecast → {path}" if data["kinds"] else "failure forecast: no head kept, nothing written"
+              + (f" (the earlier {path.name} removed)" if report.get("removed") else ""))
     for kind, r in report["kinds"].items():
         pos = r.get("positives")
         t.add_row(kind, "yes" if r.get("fitted") else "no", f"{sum(pos.values()) if isinstance(pos, dict) else pos or 0}",

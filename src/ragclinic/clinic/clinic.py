@@ -214,10 +214,10 @@ class Clinic:
                                  "`ragclinic trace show`")
         result = self.doctor().treat(state_after(trace, "generate"), trace)
         payload = {**result.to_json(), "cached": False}
-        if self.kb.db.version == trace.kb_version:  # never under a newer version: its documents are others
+        if self.kb.db.version == trace.kb_version:  # a newer version's documents are others: not kept
             front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
-            try:
-                payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
+            try:  # keyed by the answer's own version: an ingest landing meanwhile leaves it unreachable
+                payload = front.keep(q.text, q.cache_scope(), True, result.to_json(), version=trace.kb_version)
             finally:
                 front.close()
         return Consultation(_doctored(result), payload, result, False, result.trace)

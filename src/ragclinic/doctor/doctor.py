@@ -96,7 +96,7 @@ class Doctor:
                    "doctor_refusal_budget_s")
         crashed = [f for f in state.answer.flags if f.startswith("llm_crashed")]  # repairs then run without it
         lm = LimitedModel(self.pipe.lm, budget) if self.pipe.lm is not None and not crashed else None
-        told = self.forecaster.predict(state) if self.forecaster is not None else None  # before-generation state
+        told = self.forecaster.predict(_before_generation(state, trace)) if self.forecaster is not None else None
         fast = self.confident(state)
         if told is not None and care is None and not fast and state.answer.route == "answer":
             fast = forecast.healthy(told, s.doctor_forecast_skip)
@@ -344,6 +344,15 @@ class _Session:
             return v, "interactive: the question goes back to the user", True
         ok, why = self._verdict(v)
         return (v, why, False) if ok else None
+
+
+def _before_generation(state: AskState, trace: Trace) -> AskState:
+    """The state the forecast reads: as the gate left it (the tools path replaces the passages while it
+    generates), else the state as it is."""
+    try:
+        return trace.state_after("gate")
+    except Exception:  # noqa: BLE001 - a trace without a gate span (a crash, an old trace): the state as it is
+        return state
 
 
 def _unique(*groups) -> tuple[str, ...]:

@@ -116,7 +116,8 @@ class Forecaster:
 
     def predict(self, state: AskState) -> Forecast:
         x = features(state)
-        return Forecast(tuple((k, float(h.prob(x)[0])) for k, h in self.heads.items()), self.name)
+        probs = ((k, float(h.prob(x)[0])) for k, h in self.heads.items())
+        return Forecast(tuple((k, p) for k, p in probs if math.isfinite(p)), self.name)  # a NaN says nothing
 
 
 def read(path: Path, sha256: str = "") -> Forecaster:
@@ -144,7 +145,12 @@ def load(kb_dir: Path | None, mode: str = "shipped") -> Forecaster | None:
             st = path.stat()
         except OSError:
             continue
-        if (got := _read_once(str(path), st.st_mtime_ns, st.st_size, sha)) is not None:
+        try:
+            got = _read_once(str(path), st.st_mtime_ns, st.st_size, sha)
+        except OSError as e:  # unreadable now (permissions, a folder of that name): not remembered, tried again
+            log.warning("the failure forecast %s cannot be read (%s); the doctor goes on without it", path, e)
+            continue
+        if got is not None:
             return got
     return None
 

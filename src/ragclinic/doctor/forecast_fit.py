@@ -159,7 +159,8 @@ def history_rows(kb, limit: int = 20000) -> list[dict]:
         # what the doctor did not try teaches nothing about it (the fast path, a refusal whose retrieval was not
         # re-run): those labels are left out, or each forecast would only confirm itself
         if not trace.doctor.get("fast_path"):
-            labels["retrieval_miss"] = int(any(r.layer == "retrieve" for r in won) or (bad and refused))
+            if not refused or searched or bad:  # a refusal whose retrieval was not re-run says nothing of a miss
+                labels["retrieval_miss"] = int(any(r.layer == "retrieve" for r in won) or (bad and refused))
             labels["noisy_context"] = int(any(r.symptom in ("noisy_context", "homogeneous_context") for r in won)
                                           or (bad and not refused and not won))
         if not refused or searched or bad:

@@ -38,8 +38,9 @@ class AnswerCacheFront:
         if self.warn:
             self.warn(msg)
 
-    def _key(self, question: str, scope: dict[str, str] | None, doctor: bool) -> CacheKey:
-        return CacheKey.of(self.kb.db.version, scope, detect_language(question), self.settings, doctor)
+    def _key(self, question: str, scope: dict[str, str] | None, doctor: bool, version: int | None = None) -> CacheKey:
+        return CacheKey.of(self.kb.db.version if version is None else version, scope, detect_language(question),
+                           self.settings, doctor)
 
     def _vector(self, question: str):
         emb = self.kb.embedder
@@ -61,15 +62,17 @@ class AnswerCacheFront:
         return {**payload, "cached": True, "cache": {"similarity": round(cos, 4), "question": payload.get(
             "cache", {}).get("question", ""), "ms": round((time.perf_counter() - t0) * 1000, 2)}}
 
-    def keep(self, question: str, scope: dict[str, str] | None, doctor: bool, payload: dict) -> dict:
-        """``payload`` with ``cached: false``, stored for the next near-identical question when worth it."""
+    def keep(self, question: str, scope: dict[str, str] | None, doctor: bool, payload: dict,
+             version: int | None = None) -> dict:
+        """``payload`` with ``cached: false``, stored for the next near-identical question when worth it — under
+        ``version`` of the knowledge base when given (the one the answer was given at), else the current one."""
         payload = {**payload, "cached": False}
         if self.cache is None or payload.get("route") == "clarify" or any(
                 str(f).startswith(_NOT_KEPT_FLAGS) for f in payload.get("flags", ())):
             return payload
         try:
             stored = {**payload, "cache": {"question": question}}
-            self.cache.store(self._key(question, scope, doctor), question, self._vector(question), stored)
+            self.cache.store(self._key(question, scope, doctor, version), question, self._vector(question), stored)
         except (sqlite3.Error, OSError) as e:
             self._warn(f"answer not cached: {e}")
         return payload

@@ -69,7 +69,7 @@ class AskBody(BaseModel):
     doctor: bool = True
     top_k: int | None = Field(None, ge=1, le=100)
     # "async": the plain answer at once, the doctor after it (its outcome: the answer's `repair` object, then
-    # GET /v1/repairs/{trace_id}, or the `improved` / `repair` events of the same stream)
+    # GET /v1/repairs/{trace_id}, or the `improved` / `repair_outcome` events of the same stream)
     repair: Literal["sync", "async"] = "sync"
 
 

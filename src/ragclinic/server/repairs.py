@@ -212,7 +212,8 @@ class RepairQueue:
         self._outcomes[outcome.trace_id] = outcome
         self._outcomes.move_to_end(outcome.trace_id)
         if len(self._outcomes) > KEEP:
-            for old in [k for k, o in self._outcomes.items() if o.finished][:len(self._outcomes) - KEEP]:
+            for old in [k for k, o in self._outcomes.items()
+                        if o.finished and k != outcome.trace_id][:len(self._outcomes) - KEEP]:
                 del self._outcomes[old]
                 self._events.pop(old, None)
         return outcome

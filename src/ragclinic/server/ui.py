@@ -229,8 +229,8 @@ def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str])
     better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), outcome.answer), caller, rc.settings)
     first = seen.answer
     ctx = ui_parts.answer_context(better, answer_html, params)
-    ctx["improved"] = {"changes": outcome.changes, "first_html": answer_html(first.text, first.citations,
-                                                                             first.trace_id)}
+    changes = ui_parts.local_paths(list(outcome.changes), rc.settings) if caller.tenant else outcome.changes
+    ctx["improved"] = {"changes": changes, "first_html": answer_html(first.text, first.citations, first.trace_id)}
     j.emit("status", "")
     j.emit("improved", templates.get_template("_answer.html").render(ctx))
 

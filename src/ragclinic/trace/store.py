@@ -15,8 +15,8 @@ def save_trace(db: Database, trace: Trace) -> None:
     """Insert or replace the trace; ratings stored since it was loaded (``add_feedback`` while the doctor worked on
     it in the background) are kept."""
     with db.transaction():
-        row = db.conn.execute("SELECT json_extract(data, '$.feedback') FROM traces WHERE id = ?", [trace.id]).fetchone()
-        stored = json.loads(row[0]) if row and row[0] else []
+        row = db.conn.execute("SELECT data FROM traces WHERE id = ?", [trace.id]).fetchone()
+        stored = json.loads(row[0]).get("feedback", []) if row else []  # Python's reader: a stored NaN is fine
         if any(f not in trace.feedback for f in stored):
             trace = replace(trace, feedback=trace.feedback + tuple(f for f in stored if f not in trace.feedback))
         db.conn.execute(
@@ -72,10 +72,9 @@ def add_feedback(db: Database, trace_id: str, entry: dict[str, Any]) -> int:
     """Append a rating to a trace's record (in place: nothing else of the trace is rewritten, so a doctor saving
     it meanwhile loses nothing, nor does this); how many it now has."""
     trace_id = load_trace(db, trace_id).id
-    with db.transaction():
-        db.conn.execute("UPDATE traces SET data = json_set(data, '$.feedback', json_insert(COALESCE("
-                        "json_extract(data, '$.feedback'), json_array()), '$[#]', json(?))) WHERE id = ?",
-                        [json.dumps(entry, ensure_ascii=False), trace_id])
-        row = db.conn.execute("SELECT json_array_length(data, '$.feedback') FROM traces WHERE id = ?",
-                              [trace_id]).fetchone()
-    return int(row[0])
+    with db.transaction():  # read and written in one transaction: a save in between cannot interleave
+        (data,) = db.conn.execute("SELECT data FROM traces WHERE id = ?", [trace_id]).fetchone()
+        d = json.loads(data)
+        d["feedback"] = [*d.get("feedback", []), entry]
+        db.conn.execute("UPDATE traces SET data = ? WHERE id = ?", [json.dumps(d, ensure_ascii=False), trace_id])
+    return len(d["feedback"])
