@@ -3,6 +3,7 @@ a real server with the local model: one client, each question asked once per mod
 `Accept: text/event-stream`), the modes in a rotating order so no mode always comes first.
 
     .venv/bin/python bench/background_repair_bench.py --llm local --rounds 2 --out bench/out/background-repair.json
+    .venv/bin/python bench/background_repair_bench.py --llm local --contended 4 --out bench/out/background-contended.json
 
 Modes: **plain** (`"doctor": false`), **sync** (the doctor before the answer, today's default), **async**
 (`"repair": "async"`: the plain answer, then the doctor; the stream stays open for its outcome, so one question's
@@ -84,6 +85,28 @@ def _ask(c, question: str, mode: str) -> dict:
             "answer": answer[:200], "improved": ((outcome or {}).get("answer") or {}).get("answer", "")[:200]}
 
 
+def _contended(c, rnd, rounds: int) -> dict:
+    """A plain question asked while another answer's background repair runs (a compound question: the doctor
+    re-runs it for ~20-30 s) beside the same question asked on an idle server: the first answer byte of each.
+    The repair's model calls give way to the question's (server/pool.py), so the difference is at most the
+    call the repair is in when the question arrives."""
+    idle, busy = [], []
+    for i in range(rounds):
+        tag = lambda: "".join(rnd.choice("bcdfghjklmnpqrstvwxz") for _ in range(5))  # noqa: E731
+        idle.append(_ask(c, f"{QUESTIONS[0]} ({tag()})", "plain")["first_byte_s"])
+        r = c.post("/v1/ask", json={"question": f"{QUESTIONS[3]} ({tag()})", "repair": "async"})
+        tid = r.json()["trace_id"]
+        time.sleep(3.0)  # the repair under way
+        running = c.get(f"/v1/repairs/{tid}").json()["status"]
+        busy.append(_ask(c, f"{QUESTIONS[0]} ({tag()})", "plain")["first_byte_s"])
+        c.get(f"/v1/repairs/{tid}?wait=60")  # let it finish before the next round
+        print(json.dumps({"round": i, "idle_first_byte_s": idle[-1], "during_repair_first_byte_s": busy[-1],
+                          "repair_was": running}), file=sys.stderr, flush=True)
+    return {"idle_first_byte_p50_s": round(statistics.median(idle), 3),
+            "during_repair_first_byte_p50_s": round(statistics.median(busy), 3),
+            "ratio": round(statistics.median(busy) / statistics.median(idle), 3), "rounds": rounds}
+
+
 def _median(rows, key):
     xs = [r[key] for r in rows if r[key] is not None]
     return round(statistics.median(xs), 3) if xs else None
@@ -94,6 +117,8 @@ def main() -> None:
     ap.add_argument("--llm", default="local")
     ap.add_argument("--rounds", type=int, default=2, help="times each question is asked per mode")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--contended", type=int, default=0, metavar="N",
+                    help="only N rounds of: a plain question on an idle server, then one while a repair runs")
     a = ap.parse_args()
     import httpx
 
@@ -110,6 +135,11 @@ def main() -> None:
         server, base = _server(kb, a.llm)
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {KEY}"}, timeout=900) as c:
             _ask(c, "What does duration measure? (warm-up)", "plain")  # the model loaded before anything is timed
+            if a.contended:
+                result = {"llm": a.llm, "contended": _contended(c, rnd, a.contended)}
+                server.should_exit = True
+                emit(result, a.out)
+                return
             n = 0
             for _ in range(a.rounds):
                 for q in QUESTIONS:
