@@ -3,6 +3,8 @@ keys for an admin and two tenants, the scripted model."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from helpers import BOND_DOCS
@@ -61,22 +63,30 @@ def auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-@pytest.fixture(scope="module")
-def live(served):
-    """The served app on a real socket (127.0.0.1, a free port), for clients that speak HTTP themselves."""
+@contextmanager
+def on_socket(app):
+    """``app`` served on a real socket (127.0.0.1, a free port) while the block runs: its base URL."""
     import threading
     import time
 
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(served.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not (server.started and server.servers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started, "the test server did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def live(served):
+    """The served app on a real socket, for clients that speak HTTP themselves."""
+    with on_socket(served.app) as url:
+        yield url

@@ -380,19 +380,11 @@ def test_closing_refuses_the_running_repairs_next_model_call():
 @pytest.fixture(scope="module")
 def live_bg(tmp_path_factory):
     """The extractive server on a real socket, for the browser."""
-    import uvicorn
+    from .conftest import on_socket
 
-    with _serve(tmp_path_factory.mktemp("bg-live"), answer_cache=False, allowed_hosts=["127.0.0.1"]) as c:
-        server = uvicorn.Server(uvicorn.Config(c.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not (server.started and server.servers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started, "the test server did not start"
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-        server.should_exit = True
-        thread.join(timeout=10)
+    with _serve(tmp_path_factory.mktemp("bg-live"), answer_cache=False, allowed_hosts=["127.0.0.1"]) as c, \
+            on_socket(c.app) as url:
+        yield url
 
 
 def test_in_a_browser_the_improved_answer_replaces_the_first(live_bg):
