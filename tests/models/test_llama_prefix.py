@@ -96,3 +96,24 @@ def test_a_system_turn_kept_aside_is_restored_exactly(model):
     model.chat(ELSE, max_tokens=4)
     model._memo.clear()
     assert model.next_token_probs(ASK, ["yes", "no"]) == fresh_p
+
+
+def test_token_log_probabilities_leave_the_answer_unchanged_and_line_up_with_its_text(model):
+    """Active retrieval reads each sampled token's log-probability; asking for them changes nothing the model
+    writes, and each offset is a place in the reply (field decoding: inside the values only)."""
+    from ragclinic.pipeline.generate.structured import SCHEMAS
+
+    for schema in (None, SCHEMAS["short"]):
+        model._memo.clear()
+        plain = model.chat(ASK, max_tokens=24, schema=schema)
+        model._memo.clear()
+        read = model.chat(ASK, max_tokens=24, schema=schema, logprobs=True)
+        assert read.text == plain.text and not plain.logprobs
+        offsets = [at for at, _ in read.logprobs]
+        assert read.logprobs and offsets == sorted(offsets) and offsets[-1] < len(read.text)
+        assert all(lp <= 0.0 for _, lp in read.logprobs)
+        if schema:  # the keys are evaluated, never sampled: no token of '"answer": "' is read
+            key = read.text.index('"answer"')
+            assert not any(key <= at < key + len('"answer": "') for at in offsets)
+        remembered = model.chat(ASK, max_tokens=24, schema=schema, logprobs=True)
+        assert remembered.logprobs == read.logprobs  # a remembered call brings its log-probabilities too

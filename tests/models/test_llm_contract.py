@@ -110,6 +110,16 @@ def test_max_tokens_bounds_the_reply(lm):
     assert done.completion_tokens <= 3
 
 
+def test_token_log_probabilities_when_asked_leave_the_text_alone_and_point_into_it(lm):
+    """``logprobs``: the same reply, with (offset, log-probability) pairs in order inside it — or none, where the
+    backend cannot read them (active retrieval then leaves the answer as it is)."""
+    plain, read = lm.chat(MSGS, max_tokens=12), lm.chat(MSGS, max_tokens=12, logprobs=True)
+    assert read.text == plain.text and not plain.logprobs
+    offsets = [at for at, _ in read.logprobs]
+    assert offsets == sorted(offsets) and all(0 <= at < len(read.text) for at in offsets)
+    assert all(lp <= 0.0 for _, lp in read.logprobs)
+
+
 def test_next_token_probs_form_a_distribution_and_see_the_obvious(lm):
     p = lm.next_token_probs(MSGS, ["yes", "no"])
     assert set(p) == {"yes", "no"} and abs(sum(p.values()) - 1) < 1e-6

@@ -69,3 +69,58 @@ def test_the_schema_goes_as_response_format_or_the_prompt_alone_asks_for_it(tmp_
         assert "response_format" not in bodies[-1]
     finally:
         server.shutdown()
+
+
+def _logprob_server(refuse: bool):
+    """A server that reports each token's log-probability when asked (or refuses the field)."""
+    bodies: list[dict] = []
+    tokens = [("Sund", -0.1), ("ar", -0.01), (" Pich", -1.2), ("ai", -0.02)]
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            bodies.append(body)
+            if refuse and body.get("logprobs"):
+                data, code = json.dumps({"error": {"message": "logprobs is not supported"}}).encode(), 400
+            else:
+                lp = {"content": [{"token": t, "logprob": v, "bytes": list(t.encode()), "top_logprobs": []}
+                                  for t, v in tokens]} if body.get("logprobs") else None
+                data, code = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                                         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": lp,
+                                                      "message": {"role": "assistant", "content": "Sundar Pichai"}}],
+                                         "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}}
+                                        ).encode(), 200
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, bodies
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_token_log_probabilities_come_from_the_server_or_the_answer_comes_without_them(tmp_path, refuse):
+    from ragclinic.models.openai_compat import OpenAIModel
+
+    server, bodies = _logprob_server(refuse)
+    try:
+        lm = OpenAIModel(Settings.load(tmp_path / "kb", openai_model="m", openai_max_retries=0,
+                                       openai_base_url=f"http://127.0.0.1:{server.server_port}/v1"))
+        done = lm.chat(MSGS, max_tokens=32, logprobs=True)
+        assert done.text == "Sundar Pichai"
+        if refuse:
+            assert done.logprobs == () and lm.logprobs_refused and len(bodies) == 2
+            assert "logprobs" not in bodies[1]
+            lm.chat(MSGS, max_tokens=32, logprobs=True)
+            assert "logprobs" not in bodies[2]  # not asked again
+        else:
+            assert done.logprobs == ((0, -0.1), (4, -0.01), (6, -1.2), (11, -0.02)) and len(bodies) == 1
+            assert not lm.chat(MSGS, max_tokens=32).logprobs and "logprobs" not in bodies[1]
+    finally:
+        server.shutdown()

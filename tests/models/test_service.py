@@ -45,6 +45,19 @@ def test_results_are_identical_to_the_in_process_model(svc):
     assert svc.starts == 1 and remote.model_id == "fake-paced"
 
 
+def test_token_log_probabilities_cross_the_process_boundary():
+    svc = service(token_probs={"Paris": 0.25})
+    try:
+        remote = ServiceModel(svc).chat(MSGS, max_tokens=32, logprobs=True)
+        local = PacedLanguageModel([REPLY], token_probs={"Paris": 0.25}).chat(MSGS, max_tokens=32, logprobs=True)
+        assert remote.text == local.text and len(remote.logprobs) == len(local.logprobs) == 7
+        assert [at for at, _ in remote.logprobs] == [at for at, _ in local.logprobs]
+        assert [lp for _, lp in remote.logprobs] == pytest.approx([lp for _, lp in local.logprobs], abs=1e-5)
+        assert not ServiceModel(svc).chat(MSGS, max_tokens=32).logprobs  # only when asked
+    finally:
+        svc.close()
+
+
 def test_the_model_is_loaded_once_and_requests_are_queued(svc):
     lm = ServiceModel(svc)
     results, errors = [], []

@@ -167,4 +167,10 @@ def _summary(span) -> str:
         return f"{a.generator}: {ok}/{len(a.claims)} claims supported, {len(a.flags)} flags"
     if span.layer == "change":
         return f"the re-run started from a changed state: {', '.join(span.input.changed) or 'nothing'}"
+    if span.layer == "active_retrieval":  # generate/active.py
+        lowest = min((c["lowest"] for c in o.get("claims", ())), default=None)
+        if not o.get("triggered"):
+            return f"every claim confident (lowest token p={lowest})"
+        return (f"lowest token p={lowest} < {o.get('threshold')}: searched {len(o.get('queries', ()))} masked "
+                f"quer{'y' if len(o.get('queries', ())) == 1 else 'ies'}, kept the {o.get('kept')} answer")
     return ""

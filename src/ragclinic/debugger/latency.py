@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragclinic.trace.model import Trace
+from ragclinic.trace.model import ACTIVE, Trace
 
 
 def latency_profile(trace: Trace, reruns: list[Trace] = ()) -> dict[str, Any]:
-    total = sum(s.duration_ms for s in trace.spans if s.status != "replayed") or 0.0
+    total = sum(s.duration_ms for s in trace.spans if s.status != "replayed" and s.layer != ACTIVE) or 0.0
     layers = []
     for s in trace.spans:
         calls = [c for c in trace.model_calls if c.layer == s.layer]

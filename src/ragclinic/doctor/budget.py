@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from ragclinic.errors import RagclinicError
-from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, hidden_kwargs
+from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, call_extras
 
 
 class BudgetExceeded(RagclinicError):
@@ -58,10 +58,10 @@ class LimitedModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         self.budget.spend()
         return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
-                            schema=schema, **hidden_kwargs(hidden_layers))
+                            schema=schema, **call_extras(hidden_layers, logprobs))
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         self.budget.spend()

@@ -92,55 +92,64 @@ class LlamaModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         layers = tuple(sorted(set(hidden_layers))) if self._hidden else ()  # loaded without the callback: none
         prompt = self._prompt(messages)
         n_prompt = self.count_tokens(prompt)
         if n_prompt + max_tokens > self._llm.n_ctx():
             raise ModelError(f"prompt of {n_prompt} tokens + {max_tokens} to generate exceeds the context of "
                              f"{self._llm.n_ctx()} tokens; lower top_k or raise llm_n_ctx")
-        key = ("chat", prompt, max_tokens, json.dumps(schema, sort_keys=True) if schema else "", layers)
+        key = ("chat", prompt, max_tokens, json.dumps(schema, sort_keys=True) if schema else "", layers, logprobs)
         if temperature == 0 and (hit := self._recall(key)) is not None:
             if on_token and hit.text:
                 on_token(hit.text)
             return replace(hit, prompt_reused=n_prompt)
         fields = plan(schema) if self.field_decoding else None
         hidden: dict = {}
+        marks: list[tuple[int, float]] | None = [] if logprobs else None
         with self._lock, native("llama.cpp", f"generate after a {n_prompt}-token prompt"):
             if layers:
                 self._hidden.arm(layers)  # disarmed at the first sampling step (_complete)
             try:
                 tokens, reused = self._prime(messages, prompt)  # see _fresh_state
                 if fields:  # the keys and punctuation evaluated in batches, only the values sampled (models/fields.py)
-                    sample = self._sampler(tokens, temperature, hidden)
+                    sample = self._sampler(tokens, temperature, hidden, marks)
                     text, n_out, finish = decode(fields, sample, max_tokens, on_token)
                 else:
                     text, n_out, finish = self._complete(tokens, self._grammar(schema), self._stop, max_tokens,
-                                                         temperature, on_token, hidden)
+                                                         temperature, on_token, hidden, marks)
                     n_out = self.count_tokens(text) if text else 0
             finally:
                 if self._hidden:
                     self._hidden.armed = False
-        done = Completion(text, n_prompt, n_out, finish, reused, hidden=hidden)
+        done = Completion(text, n_prompt, n_out, finish, reused, hidden=hidden,
+                          logprobs=tuple((at, lp) for at, lp in marks or () if at < len(text)))
         if temperature == 0:
             self._keep(key, done)
         return done
 
     def _complete(self, tokens: list[int], grammar, stop, max_tokens: int, temperature: float, on_token,
-                  hidden: dict | None = None) -> tuple[str, int, str]:
+                  hidden: dict | None = None, marks: list | None = None, at: int = 0) -> tuple[str, int, str]:
         """One streamed completion from ``tokens``: (text, pieces sampled, finish reason). ``hidden``: filled with
-        the captured layers at the first sampling step, when the capture is armed (models/hidden.py)."""
-        taken = None
+        the captured layers at the first sampling step, when the capture is armed (models/hidden.py). ``marks``:
+        each sampled token's (offset in the reply, log-probability) appended, the reply's text so far being ``at``
+        characters long."""
+        processors = []
         if self._hidden is not None and self._hidden.armed and hidden is not None:
             def take(_ids, scores):  # the prompt is evaluated: what the layers held at its last token
                 if self._hidden.armed:
                     hidden.update(self._hidden.take())
                 return scores
+            processors.append(take)
+        tracked = TokenLogprobs() if marks is not None else None
+        if tracked is not None:
+            processors.append(tracked)
+        if processors:
             from llama_cpp import LogitsProcessorList  # on use: loads llama.cpp
-            taken = LogitsProcessorList([take])
         stream = self._llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature,
                                              top_k=1 if temperature == 0 else 40, stop=stop, stream=True,
-                                             grammar=grammar, logits_processor=taken)
+                                             grammar=grammar,
+                                             logits_processor=LogitsProcessorList(processors) if processors else None)
         pieces, finish, n = [], "stop", 0
         for part in stream:
             choice = part["choices"][0]
@@ -150,16 +159,19 @@ class LlamaModel:
                 if on_token:
                     on_token(choice["text"])
             finish = choice.get("finish_reason") or finish
+        if tracked is not None:
+            marks.extend((at + off, lp) for off, lp in tracked.offsets(self._llm.detokenize))
         return "".join(pieces), n, finish
 
-    def _sampler(self, prompt_tokens: list[int], temperature: float, hidden: dict | None = None):
+    def _sampler(self, prompt_tokens: list[int], temperature: float, hidden: dict | None = None,
+                 marks: list | None = None):
         """fields.decode's ``sample``: one value after the prompt and the reply so far, under its own grammar. The
         hidden state is the one before the first value (``{"status": "``: where the model decides whether the
         sources answer)."""
         def sample(text: str, gbnf: str, stops, max_tokens: int, on_token) -> tuple[str, int, str]:
             tokens = prompt_tokens + self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
             return self._complete(tokens, self._gbnf(gbnf), [*stops, *self._stop], max_tokens, temperature, on_token,
-                                  hidden)
+                                  hidden, marks, len(text))
 
         return sample
 
@@ -266,6 +278,35 @@ class LlamaModel:
             toks = self._llm.tokenize(form.encode("utf-8"), add_bos=False, special=False)
             if toks:
                 out.add(toks[0])
+        return out
+
+
+class TokenLogprobs:
+    """A logits processor that keeps each sampled token's log-probability under the model's own distribution
+    (before the grammar and greedy choice): a step's log-softmax is kept until the next step's input shows which
+    token was sampled. The last sampled token is never evaluated, so it goes unread (a value's closing quote, the end
+    of the reply, or the token a length limit cut)."""
+
+    def __init__(self) -> None:
+        self.prev: np.ndarray | None = None
+        self.read: list[tuple[int, float]] = []  # (token id, log-probability)
+
+    def __call__(self, ids, scores):
+        if self.prev is not None and len(ids):
+            token = int(ids[-1])
+            self.read.append((token, float(self.prev[token])))
+        s = np.asarray(scores, dtype=np.float64)
+        top = s.max()
+        self.prev = s - (top + np.log(np.exp(s - top).sum()))
+        return scores
+
+    def offsets(self, detokenize) -> list[tuple[int, float]]:
+        """(character offset in the completion's text where each token starts, log-probability); a token that
+        ends inside a multi-byte character starts where the character does."""
+        out, raw = [], b""
+        for token, lp in self.read:
+            out.append((len(raw.decode("utf-8", errors="ignore")), lp))
+            raw += detokenize([token])
         return out
 
 

@@ -32,6 +32,10 @@ class Completion:
     # the residual stream at the last token evaluated before the first sampled one, per layer asked for
     # (``hidden_layers``; models/hidden.py); empty where the backend has no hidden state (a server, a fake)
     hidden: dict = field(default_factory=dict, compare=False, repr=False)
+    # each sampled token of ``text`` when asked for (``logprobs``): (offset in ``text`` where it starts, natural log
+    # of its probability), in order; tokens the backend did not sample (the keys of a field-decoded JSON reply) are
+    # absent, and a backend that cannot read them leaves it empty
+    logprobs: tuple[tuple[int, float], ...] = field(default=(), compare=False, repr=False)
 
 
 @runtime_checkable
@@ -40,11 +44,12 @@ class LanguageModel(Protocol):
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         """The model's reply; ``on_token`` receives each piece of text as it is generated. ``schema``: a JSON
         schema the reply must follow (a grammar locally, ``response_format`` over a server); None: free text.
         ``hidden_layers``: layers whose output at the last prompt token comes back in ``Completion.hidden``, where
-        the backend can read it (else it is left empty)."""
+        the backend can read it (else it is left empty). ``logprobs``: each sampled token's log-probability comes
+        back in ``Completion.logprobs`` (active retrieval reads them; empty where the backend cannot say)."""
         ...
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
@@ -56,10 +61,10 @@ LANGUAGE_MODELS: Registry[LanguageModel] = Registry("language model")
 accept_from("llm", LANGUAGE_MODELS.names)  # the settings accept the names plugins register
 
 
-def hidden_kwargs(layers: Sequence[int]) -> dict:
-    """``hidden_layers`` for a wrapped model's ``chat`` only when some are asked for (a plugin backend written before
-    the argument existed keeps working)."""
-    return {"hidden_layers": tuple(layers)} if layers else {}
+def call_extras(layers: Sequence[int] = (), logprobs: bool = False) -> dict:
+    """``hidden_layers`` and ``logprobs`` for a wrapped model's ``chat`` only when asked for (a plugin backend written
+    before the arguments existed keeps working)."""
+    return ({"hidden_layers": tuple(layers)} if layers else {}) | ({"logprobs": True} if logprobs else {})
 
 
 def candidate_variants(word: str) -> list[str]:

@@ -24,6 +24,7 @@ class OpenAIModel:
         self._client = client
         self._model = settings.openai_model
         self.schema_refused = ""  # why the server refused response_format (then the prompt alone asks for JSON)
+        self.logprobs_refused = ""  # why the server refused logprobs (then answers come without token confidences)
         self.model_id = f"openai:{settings.openai_model}@{settings.openai_base_url or 'api.openai.com'}"
 
     def _call(self, **kwargs):
@@ -36,17 +37,25 @@ class OpenAIModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         msgs = [{"role": m.role, "content": m.content} for m in messages]
         extra = self._response_format(schema)
-        try:
-            return self._chat(msgs, max_tokens, temperature, on_token, extra)
-        except ModelError as e:
-            if not extra or not _refused_format(e):
-                raise
-            # the server does not take response_format: the prompt asks for the JSON, and the reply is read as such
-            self.schema_refused = str(e)[:200]
-            return self._chat(msgs, max_tokens, temperature, on_token, {})
+        if logprobs and not self.logprobs_refused:
+            extra["logprobs"] = True
+        for _ in range(3):  # at most: without response_format, then without logprobs
+            try:
+                return self._chat(msgs, max_tokens, temperature, on_token, extra)
+            except ModelError as e:
+                if "response_format" in extra and _refused_format(e):
+                    # the server does not take response_format: the prompt asks for the JSON, read as such
+                    self.schema_refused = str(e)[:200]
+                    extra.pop("response_format")
+                elif "logprobs" in extra and "logprob" in str(e).lower():
+                    self.logprobs_refused = str(e)[:200]  # the answer comes without token confidences
+                    extra.pop("logprobs")
+                else:
+                    raise
+        return self._chat(msgs, max_tokens, temperature, on_token, extra)
 
     def _response_format(self, schema: dict | None) -> dict:
         if not schema or self.schema_refused:
@@ -57,10 +66,11 @@ class OpenAIModel:
     def _chat(self, msgs, max_tokens: int, temperature: float, on_token, extra: dict) -> Completion:
         if on_token is None:
             r = self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, **extra)
-            usage = r.usage
-            return Completion(r.choices[0].message.content or "", getattr(usage, "prompt_tokens", 0) or 0,
-                              getattr(usage, "completion_tokens", 0) or 0, r.choices[0].finish_reason or "stop")
-        pieces, finish, usage = [], "stop", None
+            usage, choice = r.usage, r.choices[0]
+            return Completion(choice.message.content or "", getattr(usage, "prompt_tokens", 0) or 0,
+                              getattr(usage, "completion_tokens", 0) or 0, choice.finish_reason or "stop",
+                              logprobs=_marks(_content(choice)))
+        pieces, finish, usage, tokens = [], "stop", None, []
         for part in self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, stream=True,
                                stream_options={"include_usage": True}, **extra):
             if part.choices:
@@ -68,11 +78,12 @@ class OpenAIModel:
                 if delta:
                     pieces.append(delta)
                     on_token(delta)
+                tokens += _content(part.choices[0])
                 finish = part.choices[0].finish_reason or finish
             if getattr(part, "usage", None):
                 usage = part.usage
         return Completion("".join(pieces), getattr(usage, "prompt_tokens", 0) or 0,
-                          getattr(usage, "completion_tokens", 0) or 0, finish)
+                          getattr(usage, "completion_tokens", 0) or 0, finish, logprobs=_marks(tokens))
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         r = self._call(messages=[{"role": m.role, "content": m.content} for m in messages], max_tokens=1,
@@ -87,6 +98,22 @@ class OpenAIModel:
                     mass[c] += math.exp(top.logprob)
         total = sum(mass.values())
         return {c: (m / total if total > 0 else 1.0 / len(candidates)) for c, m in mass.items()}
+
+
+def _content(choice) -> list:
+    """A choice's (or a streamed chunk's) token log-probabilities, [] when the server sent none."""
+    lp = getattr(choice, "logprobs", None)
+    return list(getattr(lp, "content", None) or [])
+
+
+def _marks(tokens: list) -> tuple[tuple[int, float], ...]:
+    """(character offset, log-probability) per token, offsets from the tokens' bytes where the server gives them (a
+    token may end inside a character)."""
+    out, raw = [], b""
+    for t in tokens:
+        out.append((len(raw.decode("utf-8", errors="ignore")), float(t.logprob)))
+        raw += bytes(t.bytes) if getattr(t, "bytes", None) else (t.token or "").encode("utf-8")
+    return tuple(out)
 
 
 def _refused_format(error: ModelError) -> bool:

@@ -283,14 +283,17 @@ class ServiceModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         request = {"op": "chat", "messages": _dump(messages), "max_tokens": max_tokens, "temperature": temperature,
                    "stream": on_token is not None, "schema": schema}
         if hidden_layers:
             request["hidden_layers"] = list(hidden_layers)
+        if logprobs:
+            request["logprobs"] = True
         text, prompt, completion, finish, *rest = self._call(request, on_token)
         hidden = {int(k): np.asarray(v, dtype=np.float32) for k, v in (rest[1] if len(rest) > 1 else {}).items()}
-        return Completion(text, prompt, completion, finish, rest[0] if rest else 0, hidden=hidden)
+        marks = tuple((int(at), float(lp)) for at, lp in (rest[2] if len(rest) > 2 else ()))
+        return Completion(text, prompt, completion, finish, rest[0] if rest else 0, hidden=hidden, logprobs=marks)
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         return self._call({"op": "probs", "messages": _dump(messages), "candidates": list(candidates)})

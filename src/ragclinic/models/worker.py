@@ -5,9 +5,10 @@ protocol is one JSON object per line: requests on stdin, replies on the original
 stderr once the protocol has its own copy, so nothing native can print into the protocol).
 
 - ``{"op": "load", "name", "settings", "options"}`` → ``{"ok", "model_id", "backend", "seconds"}``
-- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream", "schema"[, "hidden_layers"]}`` → ``{"token"}``...
-  ``{"ok", "result"}`` (the result: text, prompt and completion tokens, finish reason, prompt tokens reused, and the
-  hidden vectors by layer when asked for and read)
+- ``{"op": "chat", "messages", "max_tokens", "temperature", "stream", "schema"[, "hidden_layers", "logprobs"]}`` →
+  ``{"token"}``... ``{"ok", "result"}`` (the result: text, prompt and completion tokens, finish reason, prompt tokens
+  reused, then the hidden vectors by layer and the sampled tokens' [offset, log-probability] pairs when asked for and
+  read)
 - ``{"op": "probs", "messages", "candidates"}`` / ``{"op": "count", "text"}`` → ``{"ok", "result"}``
 - ``{"op": "quit"}``; end of stdin (the parent died) ends the worker too.
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from ragclinic.models.fake_llm import PacedLanguageModel
 from ragclinic.models.llama import LlamaModel
-from ragclinic.models.llm import Completion, LanguageModel, Message
+from ragclinic.models.llm import Completion, LanguageModel, Message, call_extras
 from ragclinic.models.weights import WEIGHTS
 
 
@@ -41,7 +42,7 @@ def load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]
         model = LlamaModel(WEIGHTS[name], ns)
         return model, model.backend.to_json()
     if name == "fake":
-        keys = ("replies", "token_seconds", "yes_prob", "crash_on", "crash_signal")
+        keys = ("replies", "token_seconds", "yes_prob", "crash_on", "crash_signal", "token_probs")
         return PacedLanguageModel(**{k: options[k] for k in keys if k in options}), {"variant": "none"}
     raise ValueError(f"the model worker has no backend {name!r}")
 
@@ -54,14 +55,16 @@ def answer(model: LanguageModel, req: dict, on_token=None):
     """The result of one request (chat, probs, count) on a loaded model; raises on a bad request."""
     op = req.get("op")
     if op == "chat":
-        extra = {"hidden_layers": tuple(req["hidden_layers"])} if req.get("hidden_layers") else {}
+        extra = call_extras(req.get("hidden_layers") or (), bool(req.get("logprobs")))
         done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
                                       temperature=req.get("temperature", 0.0),
                                       on_token=on_token if req.get("stream") else None, schema=req.get("schema"),
                                       **extra)
         out = [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
-        if done.hidden:  # the last prompt token's vectors, per layer (models/hidden.py)
+        if done.hidden or done.logprobs:  # the last prompt token's vectors, per layer (models/hidden.py)
             out.append({str(k): [round(float(x), 6) for x in v] for k, v in done.hidden.items()})
+        if done.logprobs:  # each sampled token's [offset, log-probability]
+            out.append([[at, round(lp, 5)] for at, lp in done.logprobs])
         return out
     if op == "probs":
         return model.next_token_probs(_messages(req["messages"]), req["candidates"])

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from ragclinic.clinic import Clinic
 from ragclinic.config import Settings
 from ragclinic.errors import ModelError, StoreError
-from ragclinic.models.llm import Completion, Message, TokenCallback, hidden_kwargs
+from ragclinic.models.llm import Completion, Message, TokenCallback, call_extras
 from ragclinic.server.uploads import clean_stale, sources_under
 
 # set by a request whose client disconnected: its model calls not yet started are dropped
@@ -87,10 +87,10 @@ class QueuedModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         with self._queued():
             return self.lm.chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
-                                schema=schema, **hidden_kwargs(hidden_layers))
+                                schema=schema, **call_extras(hidden_layers, logprobs))
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         with self._queued():

@@ -185,13 +185,17 @@ def _gate_in(o: JSON) -> GateOutput:
 def _generate_out(o: GenerateOutput) -> JSON:
     d = {"answer": o.answer.to_json(), "prompt_tokens": o.prompt_tokens, "completion_tokens": o.completion_tokens}
     if o.plan is not None:  # the tools path
-        d.update(plan=list(o.plan), tools=list(o.tools or ()), passages=[passage_to_dict(p) for p in o.passages or ()])
+        d.update(plan=list(o.plan), tools=list(o.tools or ()))
+    if o.passages is not None:
+        d["passages"] = [passage_to_dict(p) for p in o.passages]
     if o.context is not None:
         d["context"] = o.context
     if o.unsupported_draft is not None:
         d["unsupported_draft"] = o.unsupported_draft
     if o.answerability is not None:
         d["answerability"] = o.answerability
+    if o.active is not None:
+        d["active"] = o.active
     return d
 
 
@@ -200,7 +204,8 @@ def _generate_in(o: JSON) -> GenerateOutput:
     return GenerateOutput(Answer.from_json(o["answer"]), o.get("prompt_tokens", 0), o.get("completion_tokens", 0),
                           o.get("context"), o.get("unsupported_draft"), tuple(o["plan"]) if tools else None,
                           tuple(o.get("tools", ())) if tools else None,
-                          _many(passage_from_dict, o.get("passages")) if tools else None, o.get("answerability"))
+                          _many(passage_from_dict, o["passages"]) if "passages" in o else None,
+                          o.get("answerability"), o.get("active"))
 
 
 _ENCODERS = {RetrieveOutput: _retrieve_out, ScopeOutput: _scope_out, GateOutput: _gate_out,
@@ -256,8 +261,10 @@ def trace_fields(d: JSON, span: Callable[..., Any], call: Callable[..., Any]) ->
 
 
 def _call_to_dict(c) -> JSON:
-    """A model call as stored; its hidden state only when one was read (traces before issue 36 keep their form)."""
+    """A model call as stored; its hidden state and token log-probabilities only when read (older traces keep their
+    form)."""
     d = asdict(c)
-    if not d.get("hidden"):
-        d.pop("hidden", None)
+    for key in ("hidden", "logprobs"):
+        if not d.get(key):
+            d.pop(key, None)
     return d

@@ -16,6 +16,7 @@ from ragclinic.types import Answer, AskRequest, AskState, Repair, Scope, Symptom
 # The layer names, defined here only (the debugger, the doctor, the CLI and the benches import them).
 LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
 QUERY_LAYERS = ("retrieve", "scope", "gate", "generate")
+ACTIVE = "active_retrieval"  # the span of active retrieval inside generate (pipeline/generate/active.py)
 CHANGE = "change"  # the span a re-run writes for the state its change started from (change_span)
 
 
@@ -73,6 +74,8 @@ class ModelCall:
     prompt_reused: int = 0  # prompt tokens the model did not evaluate again (kept KV prefix, remembered call)
     # the hidden state a chat call read (models/hidden.py), by layer: a replay gives the probe the same reading
     hidden: dict[str, list[float]] = field(default_factory=dict)
+    # each sampled token's [offset in the output, log-probability] when the caller asked (active retrieval reads them)
+    logprobs: list[list[float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

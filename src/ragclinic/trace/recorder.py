@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from ragclinic.errors import ModelCrashed, ModelError, ModelTimeExceeded
-from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, hidden_kwargs
+from ragclinic.models.llm import Completion, LanguageModel, Message, TokenCallback, call_extras
 from ragclinic.trace.model import ModelCall, Trace
 
 
@@ -58,7 +58,7 @@ class RecordingModel:
 
     def chat(self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0,
              on_token: TokenCallback | None = None, schema: dict | None = None,
-             hidden_layers: Sequence[int] = ()) -> Completion:
+             hidden_layers: Sequence[int] = (), logprobs: bool = False) -> Completion:
         params = {"max_tokens": max_tokens, "temperature": temperature}
         if schema:  # only then: the keys of free-text calls recorded before schemas existed stay the same
             params["schema"] = schema
@@ -70,16 +70,18 @@ class RecordingModel:
             hidden = {int(k): np.asarray(v, dtype=np.float32) for k, v in (old.hidden or {}).items()
                       if int(k) in set(hidden_layers)}
             done = Completion(old.output, old.prompt_tokens, old.completion_tokens, "stop", old.prompt_tokens,
-                              hidden=hidden)
+                              hidden=hidden, logprobs=tuple((int(a), float(b)) for a, b in old.logprobs)
+                              if logprobs else ())
             model_id = old.model_id
         else:
             done = self._live().chat(messages, max_tokens=max_tokens, temperature=temperature, on_token=on_token,
-                                     schema=schema, **hidden_kwargs(hidden_layers))
+                                     schema=schema, **call_extras(hidden_layers, logprobs))
             model_id = self.lm.model_id
         self.tape.add(kind="chat", model_id=model_id, key=key, messages=_dump(messages), output=done.text,
                       prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
                       duration_ms=_ms(t0), params=params, prompt_reused=done.prompt_reused,
-                      hidden={str(k): [round(float(x), 6) for x in v] for k, v in done.hidden.items()})
+                      hidden={str(k): [round(float(x), 6) for x in v] for k, v in done.hidden.items()},
+                      logprobs=[[at, round(lp, 5)] for at, lp in done.logprobs])
         return done
 
     def next_token_probs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

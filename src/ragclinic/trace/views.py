@@ -95,11 +95,17 @@ class GenerateOutput:
     # the tools path's answer: each plan the model wrote, each tool call, the passages it cited (None: not that path)
     plan: tuple[Record, ...] | None = None
     tools: tuple[Record, ...] | None = None
-    passages: tuple[Passage, ...] | None = None
+    passages: tuple[Passage, ...] | None = None  # the passages answered from, when not the gate's
     # the answerability combiner's parts and verdict on the first draft (verify/probe.py; None: no probe reading)
     answerability: Record | None = None
+    # active retrieval's record (generate/active.py; the run's ``active_retrieval`` span shows it), None: not on
+    active: Record | None = None
 
     def apply(self, state: AskState) -> AskState:
+        """The answer; and the passages it cites from, when this layer replaced them (the tools path, an active
+        retrieval that kept its second answer)."""
+        if self.passages is not None:
+            return replace(state, answer=self.answer, passages=self.passages)
         return replace(state, answer=self.answer)
 
 

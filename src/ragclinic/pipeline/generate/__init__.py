@@ -18,7 +18,7 @@ def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
         return GENERATORS.create(settings.generator)
     # the probe reads the state at the token closing '{"status": "', which only field decoding evaluates last
     probe = probe_for(settings.llm, lm.model_id) if settings.answer_probe and settings.llm_field_decoding else None
-    return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature, probe)
+    return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature, probe, settings.active_retrieval)
 
 
 __all__ = ["GENERATORS", "Draft", "GenerateInput", "Generator", "check_claims", "create_generator", "violations"]

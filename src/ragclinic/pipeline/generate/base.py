@@ -45,6 +45,8 @@ class Draft:
     reply_form: str = ""  # "json": the model followed the schema; "text": a free-text reply read as one item
     streamed: str = ""  # what the user has seen of it so far (the answer field; the marks come once checked)
     probe: ProbeScore | None = None  # the answerability probe's reading of the model's state (verify/probe.py)
+    # each claim's token confidence (generate/active.py), when the model was asked for log-probabilities
+    confidence: tuple = ()
 
 
 class Generator(Protocol):

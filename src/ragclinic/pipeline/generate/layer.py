@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.generate.active import look_again, wanted
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.citations import citation_of, violations
 from ragclinic.pipeline.generate.constraint_check import absent_names, absent_note, broken_constraints
@@ -34,7 +35,11 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     tooled = stage.tools(ctx, state, flags)
     if tooled is not None and tooled.text:
         return stage.tools_answer(ctx, state, tooled, flags)
-    if d.route == "answer":
+    looked, gate_state = None, state
+    if d.route == "answer" and wanted(ctx):  # the answer is held back until its confidence is read (active.py)
+        state, text, generator, looked = _actively(ctx, state, flags, drafts)
+        passages, d = state.passages, state.decision
+    elif d.route == "answer":
         text, generator = drafted(ctx, state, passages, flags, drafts)
     else:
         text = d.clarifying_question if d.route == "clarify" else _refusal(q, d)
@@ -62,8 +67,27 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     judged = answerability(ctx, state, drafts[:1])  # the first draft's: the one the decision was made on
     out = GenerateOutput(answer, sum(x.prompt_tokens for x in drafts), sum(x.completion_tokens for x in drafts),
                          shown.to_json() if shown is not None else None, unbacked or None,
-                         answerability=judged.to_json() if judged is not None else None)
+                         passages=state.passages if state is not gate_state else None,
+                         answerability=judged.to_json() if judged is not None else None, active=looked)
     return replace(state, answer=answer), out
+
+
+def _actively(ctx: RunContext, state: AskState, flags: list[str], drafts: list[Draft]):
+    """The first draft written without streaming, then looked up again where it is unsure (active.py):
+    (the state answered from, the kept draft's text and generator, the record)."""
+    quiet = replace(ctx, on_token=None)
+    extra: list[str] = []
+
+    def regenerate(st: AskState) -> Draft:
+        extra.clear()
+        drafted(quiet, st, st.passages, extra, drafts)
+        return drafts[-1]
+
+    drafted(quiet, state, state.passages, flags, drafts)
+    after, looked = look_again(quiet, state, drafts, regenerate)
+    if after is not state:
+        flags += extra
+    return after, drafts[-1].text, drafts[-1].generator, looked
 
 
 def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts: list[Draft], flags: list[str]):

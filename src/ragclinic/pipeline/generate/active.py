@@ -1,0 +1,134 @@
+"""Active retrieval while answering (FLARE, Jiang et al., EMNLP 2023): a claim written with low confidence is looked
+up again before the user sees it.
+
+With the ``active_retrieval`` setting above 0, the model's answer is generated with each token's log-probability
+(models/llm.py ``logprobs``) and held back from the stream. A claim — the short answer, or a point of a points
+answer — with a token below that probability is uncertain. For each uncertain claim (at most ``MAX_QUERIES``) the
+question and the claim with its uncertain words masked (FLARE's masked query: the words the model was unsure of
+would only pull in passages that repeat the guess) are searched; the new hits go through the scope and gate layers
+as any hits do, and the answer is generated again from the passages they give. The second answer is kept when it is
+no less confident than the first (its least certain token no less likely) and does not decline where the first
+answered; either way the user is shown only the answer kept. What happened is the run's ``active_retrieval`` span.
+
+A backend that reports no log-probabilities (a server without ``logprobs``, the extractive generator) answers as
+before: nothing is held back, nothing is looked up.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, replace
+
+from ragclinic.pipeline.generate.base import Draft
+from ragclinic.types import AskState
+
+MAX_QUERIES = 3  # uncertain claims looked up in one answer (FLARE: one retrieval per sentence)
+_VALUE = re.compile(r'"(?:answer|text)"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S)  # a claim's value in the JSON reply
+_WORD = re.compile(r"[A-Za-z0-9][\w'.-]*")
+
+
+@dataclass(frozen=True)
+class Confidence:
+    """One claim of a draft as the model wrote it: its least likely token's probability, and its text with the
+    tokens below the threshold masked (whole words, for a word-spaced language)."""
+    lowest: float
+    masked: str
+    tokens: int  # the claim's tokens that were read
+
+
+def claim_confidence(raw: str, marks, threshold: float) -> tuple[Confidence, ...]:
+    """Per claim of the model's raw reply (the ``answer`` / ``text`` values of a JSON reply, else the whole reply),
+    from the sampled tokens' (offset, log-probability) ``marks``; () without marks."""
+    if not marks:
+        return ()
+    spans = [(m.start(1), m.end(1)) for m in _VALUE.finditer(raw) if m.group(1).strip()]
+    if not spans and not raw.lstrip().startswith("{"):
+        spans = [(0, len(raw))]
+    starts = [at for at, _ in marks]
+    out = []
+    for lo, hi in spans:
+        inside = [(i, at, lp) for i, (at, lp) in enumerate(marks) if lo <= at < hi]
+        if not inside:
+            continue
+        low_chars: list[tuple[int, int]] = []
+        for i, at, lp in inside:
+            if math.exp(lp) < threshold:
+                end = starts[i + 1] if i + 1 < len(starts) else hi
+                low_chars.append((at, min(end, hi)))
+        lowest = min(math.exp(lp) for _, _, lp in inside)
+        out.append(Confidence(round(lowest, 4), _masked(raw, lo, hi, low_chars), len(inside)))
+    return tuple(out)
+
+
+def _masked(raw: str, lo: int, hi: int, low: list[tuple[int, int]]) -> str:
+    """``raw[lo:hi]`` without the low-confidence spans, each widened to the word it falls in."""
+    drop = [False] * (hi - lo)
+    words = [(m.start() + lo, m.end() + lo) for m in _WORD.finditer(raw[lo:hi])]
+    for a, b in low:
+        for wa, wb in words:  # a guessed piece of a word takes the whole word with it
+            if wa < b and a < wb:
+                a, b = min(a, wa), max(b, wb)
+        for k in range(max(a, lo), min(b, hi)):
+            drop[k - lo] = True
+    text = "".join(ch if not gone else " " for ch, gone in zip(raw[lo:hi], drop))
+    return " ".join(text.replace("\\n", " ").replace('\\"', '"').split())
+
+
+def wanted(ctx) -> bool:
+    """Active retrieval applies to this run: the setting is on and the generator is the language model's."""
+    return ctx.settings.active_retrieval > 0 and getattr(ctx.generator, "name", "") == "llm" and ctx.lm is not None
+
+
+def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[AskState, dict | None]:
+    """After the first draft: (the state to answer from, the span's record; None when the draft carries no token
+    confidences). ``regenerate(state)`` drafts the answer again from a state's passages (appending to ``drafts``)."""
+    first = drafts[-1] if drafts else None
+    if first is None or not first.confidence or first.status != "answered":
+        return state, None
+    threshold = ctx.settings.active_retrieval
+    t0 = time.perf_counter()
+    record = {"threshold": threshold, "claims": [{"lowest": c.lowest, "masked": c.masked, "tokens": c.tokens}
+                                                 for c in first.confidence], "triggered": False}
+    unsure = [c for c in first.confidence if c.lowest < threshold][:MAX_QUERIES]
+    if not unsure:
+        return state, record
+    q = state.request.question
+    queries = tuple(dict.fromkeys(" ".join(f"{q} {c.masked}".split()) for c in unsure))
+    found = _search(ctx, state, queries)
+    record.update(triggered=True, queries=list(queries))
+    if found.decision.route != "answer" or not found.passages:
+        record.update(kept="first", why=f"the new search's gate chose {found.decision.route!r}",
+                      ms=_ms(t0))
+        return state, record
+    old = {p.chunk.id for p in state.passages}
+    record["new_passages"] = [p.chunk.id for p in found.passages if p.chunk.id not in old]
+    second = regenerate(found)
+    better = (second.status == "answered" and second.confidence
+              and min(c.lowest for c in second.confidence) >= min(c.lowest for c in first.confidence))
+    record.update(second_lowest=min((c.lowest for c in second.confidence), default=None),
+                  second_status=second.status, ms=_ms(t0))
+    if better:
+        record["kept"] = "second"
+        return found, record
+    drafts.append(first)  # the first draft stands: it is the last again, for the checks that read it
+    record.update(kept="first", why="the second answer was no more confident" if second.status == "answered"
+                  else "the second answer declined")
+    return state, record
+
+
+def _search(ctx, state: AskState, queries: tuple[str, ...]) -> AskState:
+    """The retrieve, scope and gate layers again, for ``queries`` instead of the question."""
+    from ragclinic.pipeline.gate.layer import gate  # on use: the layers run before this one (no import cycle)
+    from ragclinic.pipeline.retrieve.layer import retrieve  # on use: as above
+    from ragclinic.pipeline.scope.layer import scope  # on use: as above
+
+    st = replace(state, request=replace(state.request, search_queries=queries, sub_questions=()))
+    for layer in (retrieve, scope, gate):
+        st, _ = layer(ctx, st)
+    return replace(st, request=state.request)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 1)
