@@ -68,7 +68,7 @@ def test_cli_arms_json_contract_and_report(tmp_path, monkeypatch):
     assert "delta (baseline − naive peer)" in report and "| naive |" in report.replace("metric | naive", "| naive |")
     row = json.loads((tmp_path / "o" / "items.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert row["naive"]["answer"] == "I do not know." and not row["naive"]["correct"]
-    for bad, msg in ((["--arms", "naive,magic"], "expected some of naive, plain, doctor"),
+    for bad, msg in ((["--arms", "naive,magic"], "expected some of naive, plain, active, doctor"),
                      (["--arms", "naive", "--ab"], "--arms replaces --ab")):
         b = CliRunner().invoke(app, ["eval", "rag", "--dataset", f"rgb:{f}", "--llm", "fake", *bad])
         assert b.exit_code == 2 and msg in b.output
@@ -77,3 +77,31 @@ def test_cli_arms_json_contract_and_report(tmp_path, monkeypatch):
                                      "0.4,neg", "--out", str(tmp_path / "o")])
     assert other.exit_code == 2 and "another run" in other.output and "arms" in other.output
     assert set(NEG)  # the fixture's negatives are what the neg case is built from
+
+
+def test_the_active_retrieval_arm_runs_beside_the_plain_one_on_a_knowledge_base_of_its_own(tmp_path):
+    from ragclinic.store.kb import KnowledgeBase
+    from ragclinic.config import Settings
+    from ragclinic.trace.model import ACTIVE
+    from ragclinic.trace.store import load_trace
+
+    lm = ScriptedLanguageModel(['{"status": "answered", "answer": "共有70个议席", "evidence": [1]}'], yes_prob=0.9,
+                               token_prob=lambda w: 0.1)
+    todo = cases([ITEM], ["0.4"], seed=0)
+    rows = run_rag(todo, lm, {"llm": "fake", "active_retrieval": 0.5}, doctor=False, arms=("baseline", "active"),
+                   checkpoint=tmp_path / "items.jsonl")
+    (row,) = rows
+    assert row["baseline"]["kb"] if "kb" in row["baseline"] else row["kb"]
+    assert row["active"]["kb"] != row["kb"] and row["active"]["correct"] == row["baseline"]["correct"]
+    kb = KnowledgeBase.open(Settings.load(row["active"]["kb"]))
+    try:
+        span = load_trace(kb.db, row["active"]["trace_id"]).span(ACTIVE)
+        assert span is not None and span.output["threshold"] == 0.5 and span.output["triggered"]
+    finally:
+        kb.close()
+    plain = KnowledgeBase.open(Settings.load(row["kb"]))
+    try:
+        assert load_trace(plain.db, row["baseline"]["trace_id"]).span(ACTIVE) is None  # the plain arm: off
+    finally:
+        plain.close()
+    assert arm_metrics(rows, "active")["accuracy"] == arm_metrics(rows, "baseline")["accuracy"]

@@ -51,7 +51,9 @@ def eval_cmd(
     arms: Optional[str] = typer.Option(None, "--arms", metavar="ARMS", show_default=False,
                                        help="rag: the arms to run on the same items, comma-separated: naive (every "
                                             "passage in one prompt of the same model, no checks), plain (the "
-                                            "pipeline; 'baseline' in the output), doctor. E.g. naive,plain,doctor."),
+                                            "pipeline; 'baseline' in the output), active (the pipeline with active "
+                                            "retrieval at the active_retrieval setting, else the calibrated "
+                                            "threshold), doctor. E.g. naive,plain,active,doctor."),
     noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
@@ -225,9 +227,9 @@ def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[st
     if no_doctor or ab:
         raise fail("--arms replaces --ab and --no-doctor: give one of them")
     names = [a.strip() for a in arms.split(",") if a.strip()]
-    bad = [a for a in names if a not in ("naive", "plain", "doctor")]
+    bad = [a for a in names if a not in ("naive", "plain", "active", "doctor")]
     if bad or not names:
-        raise fail(f"--arms {arms!r}: expected some of naive, plain, doctor (comma-separated)")
+        raise fail(f"--arms {arms!r}: expected some of naive, plain, active, doctor (comma-separated)")
     return tuple(dict.fromkeys("baseline" if a == "plain" else a for a in names))
 
 
@@ -253,10 +255,14 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     from ragclinic import wiring  # on use: the store and the models
     from ragclinic.config import Settings  # on use: pydantic settings
     from ragclinic.eval.corpus import corpus_digest  # on use: when the command runs (fast --help)
+    from ragclinic.pipeline.generate.active import CALIBRATED  # on use: as above
 
     settings = Settings.load(None, llm=llm)
     # one model for every case (each case has its own parts); with --ray, one per worker instead
     lm = wiring.language_model(settings, _warn)[0] if ray is None else None
+    base = {"llm": settings.llm}
+    if "active" in arms:  # the active arm's threshold: the setting's when given, else the calibrated one
+        base["active_retrieval"] = settings.active_retrieval or CALIBRATED
     checkpoint = None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -265,9 +271,10 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
                             "settings": settings_, "llm": settings.llm, "doctor": mode != "baseline",
                             "arms": list(arms or (("baseline",) if mode == "baseline" else ("baseline", "doctor"))),
                             "corpus": str(corpus.resolve()) if corpus else None, "split": split,
-                            "corpus_digest": corpus_digest(corpus) if corpus else None})  # files changed: another run
+                            "corpus_digest": corpus_digest(corpus) if corpus else None,  # files changed: another run
+                            **({"active_retrieval": base["active_retrieval"]} if "active" in arms else {})})
     with _shared_kb(kb_dir, corpus, settings.llm, lm) as (shared, folder):
-        rows = run_rag(todo, lm, {"llm": settings.llm}, doctor=mode != "baseline", checkpoint=checkpoint,
+        rows = run_rag(todo, lm, base, doctor=mode != "baseline", checkpoint=checkpoint,
                        shared_kb=shared, progress=tick, arms=arms, ray=ray)
         extra = {"corpus": folder.to_json()} if folder is not None else {}
     result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode, **extra}
@@ -321,6 +328,8 @@ def _arms_result(rows: list[dict], arms: tuple[str, ...], seed: int) -> dict:
     out: dict = {"arms": list(arms), "metrics": {a: arm_metrics(rows, a) for a in arms}}
     if "baseline" in arms and "doctor" in arms:
         out["delta"] = ab_delta(rows, seed)
+    if "baseline" in arms and "active" in arms:
+        out["delta_active"] = ab_delta(rows, seed, "baseline", "active")
     if "naive" in arms:
         out["delta_vs_naive"] = {a: ab_delta(rows, seed, "naive", a) for a in arms if a != "naive"}
     return out

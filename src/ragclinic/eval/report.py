@@ -37,7 +37,7 @@ def _plt():
 
 def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    arms = [a for a in ("naive", "baseline", "doctor") if any(r.get(a) for r in rows)]
+    arms = [a for a in ("naive", "baseline", "active", "doctor") if any(r.get(a) for r in rows)]
     images = _plots(folder, rows, arms, "faults" in result)
     md = [f"# {result['task']} · {result.get('dataset', '')}", "", f"{result['n']} items, mode {result.get('mode')}.", ""]
     if c := result.get("corpus"):  # eval rag --corpus
@@ -49,6 +49,8 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         md.append(f"| {k} | " + " | ".join(_fmt(m.get(k)) for m in metrics.values()) + " |")
     if result.get("delta"):
         md += _delta_table("delta (doctor − baseline)", result["delta"])
+    if result.get("delta_active"):
+        md += _delta_table("delta (active retrieval − baseline)", result["delta_active"])
     for arm, delta in result.get("delta_vs_naive", {}).items():
         md += _delta_table(f"delta ({arm} − naive peer)", delta)
     if "faults" in result:

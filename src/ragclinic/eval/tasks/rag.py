@@ -35,6 +35,7 @@ from ragclinic.eval.tasks.gold import gold_metrics, trace_gold
 from ragclinic.eval.tasks.naive import naive_arm, retrieved_arm
 from ragclinic.text.answers import answer_correct
 from ragclinic.limits import check_request
+from ragclinic.pipeline.generate.active import CALIBRATED
 
 PASSAGES = 5
 EXAMPLES = 5  # answers shown per arm for the form violations and the constraint contradictions
@@ -94,13 +95,18 @@ def _item_parts(tmp: Path, docs: tuple[str, ...], base_settings, lm) -> wiring.P
     return parts
 
 
-def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token):
-    """(answer, DoctorResult or None, trace): the question asked of the doctor, or of the plain pipeline."""
+def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token, active: float = 0.0):
+    """(answer, DoctorResult or None, trace): the question asked of the doctor, or of the plain pipeline; with
+    active retrieval at threshold ``active`` (0: off, whatever the knowledge base's settings say)."""
     check_request(parts.settings, question, None)
+    pipe = parts.pipeline
+    if pipe.settings.active_retrieval != active:
+        pipe = wiring.pipeline(parts.kb, parts.lm, settings=pipe.settings.model_copy(
+            update={"active_retrieval": active}))
     if doctor:
-        result = Doctor(parts.pipeline).ask(question, {}, on_token=on_token)
+        result = Doctor(pipe).ask(question, {}, on_token=on_token)
         return result.answer, result, result.trace
-    state, trace = parts.pipeline.ask(question, {}, on_token=on_token)
+    state, trace = pipe.ask(question, {}, on_token=on_token)
     return state.answer, None, trace
 
 
@@ -162,9 +168,14 @@ def run_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb=None,
            "baseline": None, "doctor": None, **_item_marks(case.item)}
     if naive is not None:
         row["naive"] = naive
-    if "baseline" not in arms and "doctor" not in arms:
-        return row
-    return {**row, **_pipeline_case(case, lm, base_settings, "doctor" in arms, shared_kb, kb_root)}
+    if "baseline" in arms or "doctor" in arms:
+        row.update(_pipeline_case(case, lm, base_settings, "doctor" in arms, shared_kb, kb_root))
+    if "active" in arms:  # the plain pipeline with active retrieval (generate/active.py), on a KB of its own
+        active = _pipeline_case(case, lm, base_settings, False, shared_kb, kb_root,
+                                active=base_settings.get("active_retrieval") or CALIBRATED)
+        row["active"] = {**active["baseline"], "kb": active["kb"]}
+        row["kb"] = row["kb"] or active["kb"]
+    return row
 
 
 def _naive(case: Case, lm, shared_kb) -> dict[str, Any] | None:
@@ -187,20 +198,21 @@ def _item_marks(item: QAItem) -> dict[str, Any]:
                               ("gold", list(item.gold))) if v}
 
 
-def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root) -> dict[str, Any]:
+def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb, kb_root,
+                   active: float = 0.0) -> dict[str, Any]:
     if not case.documents and shared_kb is None:
         raise DatasetError(f"item {case.item.id} brings no documents: pass --kb to answer it from a knowledge base")
     with tempfile.TemporaryDirectory() as d:
         where = Path(d)
         if kb_root is not None and case.documents:
-            where = kb_root / case_dir(case.key)
+            where = kb_root / case_dir(case.key + ("|active" if active else ""))
             shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
         parts = (_item_parts(where, case.documents, base_settings, lm) if case.documents else
                  wiring.Parts(shared_kb.settings, model=lm, kb=shared_kb))
         try:
             t0 = time.perf_counter()
             first = _FirstToken()
-            answer, res, trace = _consult(parts, case.asked, doctor, first)
+            answer, res, trace = _consult(parts, case.asked, doctor, first, active)
             total = (time.perf_counter() - t0) * 1000
         finally:
             parts.close()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.types import AskState
 
+CALIBRATED = 0.4  # the threshold chosen on dev data (bench/RESULTS.md, "Issue 37: active retrieval"); the eval's arm
 MAX_QUERIES = 3  # uncertain claims looked up in one answer (FLARE: one retrieval per sentence)
 _VALUE = re.compile(r'"(?:answer|text)"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S)  # a claim's value in the JSON reply
 _WORD = re.compile(r"[A-Za-z0-9][\w'.-]*")
@@ -46,17 +47,13 @@ def claim_confidence(raw: str, marks, threshold: float) -> tuple[Confidence, ...
     spans = [(m.start(1), m.end(1)) for m in _VALUE.finditer(raw) if m.group(1).strip()]
     if not spans and not raw.lstrip().startswith("{"):
         spans = [(0, len(raw))]
-    starts = [at for at, _ in marks]
+    ends = [at for at, _ in marks[1:]] + [len(raw)]
     out = []
-    for lo, hi in spans:
-        inside = [(i, at, lp) for i, (at, lp) in enumerate(marks) if lo <= at < hi]
+    for lo, hi in spans:  # a token that overlaps the value counts ('"Paris' opens it in a whole-schema grammar)
+        inside = [(at, end, lp) for (at, lp), end in zip(marks, ends) if at < hi and end > lo]
         if not inside:
             continue
-        low_chars: list[tuple[int, int]] = []
-        for i, at, lp in inside:
-            if math.exp(lp) < threshold:
-                end = starts[i + 1] if i + 1 < len(starts) else hi
-                low_chars.append((at, min(end, hi)))
+        low_chars = [(max(at, lo), min(end, hi)) for at, end, lp in inside if math.exp(lp) < threshold]
         lowest = min(math.exp(lp) for _, _, lp in inside)
         out.append(Confidence(round(lowest, 4), _masked(raw, lo, hi, low_chars), len(inside)))
     return tuple(out)
