@@ -13,8 +13,10 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # llama-cpp-python is built portably first (scripts/install-llama.sh: no -march=native, every CPU variant but
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
 # there; the project install then finds it satisfied, so pip's own cache is never asked for a llama wheel.
-$(VENV)/.installed: pyproject.toml scripts/install-llama.sh scripts/strip_wheel.py scripts/install-chromium.sh
+$(VENV)/.installed: pyproject.toml scripts/install-llama.sh scripts/strip_wheel.py scripts/install-chromium.sh \
+		scripts/install-promtool.sh
 	bash scripts/install-chromium.sh
+	bash scripts/install-promtool.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	bash scripts/install-llama.sh $(PY)

@@ -1,4 +1,5 @@
-"""`ragclinic kb stats | docs | report | graph`: what a knowledge base holds, how well it was parsed, its graph."""
+"""`ragclinic kb stats | docs | report | graph | health`: what a knowledge base holds, how well it was parsed, its graph,
+how it has been answering."""
 
 from __future__ import annotations
 
@@ -162,3 +163,67 @@ def _print_graph(data: dict[str, Any]) -> None:
         out.print(t)
     if (g := data.get("graphml")) is not None:
         out.print(f"GraphML: {escape(g['path'])} ({g['nodes']} nodes, {g['edges']} edges)", highlight=False)
+
+
+_BARS = "▁▂▃▄▅▆▇█"
+_SHOWN = (("answer_rate", "answer rate"), ("refusal_rate", "refusal rate"), ("hit_rate", "hit rate"),
+          ("top1_relevance", "top-1 relevance"), ("helpful_ratio", "helpful"), ("p50_ms", "p50 ms"),
+          ("p95_ms", "p95 ms"))
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One bar per value on the values' own scale; a gap where there is none."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return ""
+    lo, hi = min(known), max(known)
+    span = (hi - lo) or 1.0
+    return "".join(" " if v is None else _BARS[min(7, int((v - lo) / span * 7.999))] for v in values)
+
+
+@kb_app.command("health")
+@handle_errors
+def health(kb: Optional[Path] = KbOption,
+           days: float = typer.Option(30.0, "--days", min=1, help="How far back the daily history goes."),
+           window_hours: float = typer.Option(24.0, "--window-hours", min=0.01,
+                                              help="The current window (the last this many hours)."),
+           baseline_days: float = typer.Option(7.0, "--baseline-days", min=0.01,
+                                               help="The baseline: this many days before the current window."),
+           json_out: bool = JsonOption) -> None:
+    """How the knowledge base has been answering, from its traces and ratings: answer, refusal and hit rates, top-1
+    relevance, symptoms, latency and the helpful ratio, per day (sparklines) and per KB version; the current
+    window against the baseline, with an alert where a watched rate moved more than 15% (docs/monitoring.md)."""
+    from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
+
+    with Clinic.open(kb, model=None) as c:
+        h = c.health(window_hours=window_hours, baseline_days=baseline_days, days=days)
+    if json_out:
+        print_json(h)
+        return
+    cur, base = h["current"], h["baseline"]
+    t = Table("metric", f"last {window_hours:g} h", f"baseline ({baseline_days:g} d)", f"per day ({len(h['by_day'])})",
+              box=None, title=f"health: {cur['questions']} questions now, {base['questions']} in the baseline")
+    for key, label in _SHOWN:
+        t.add_row(label, _fmt(cur.get(key)), _fmt(base.get(key)), sparkline([d.get(key) for d in h["by_day"]]))
+    for name in sorted(set(cur["symptoms"]) | set(base["symptoms"])):
+        t.add_row(f"symptom {escape(name)}", _fmt(cur["symptoms"].get(name)), _fmt(base["symptoms"].get(name)),
+                  sparkline([d["symptoms"].get(name, 0.0) for d in h["by_day"]]))
+    out.print(t)
+    if h["by_version"]:
+        v = Table("kb version", "questions", "answer rate", "refusal rate", "hit rate", "top-1 relevance", box=None)
+        for r in h["by_version"]:
+            v.add_row(str(r["kb_version"]), str(r["questions"]), _fmt(r["answer_rate"]), _fmt(r["refusal_rate"]),
+                      _fmt(r["hit_rate"]), _fmt(r["top1_relevance"]))
+        out.print(v)
+    for a in h["alerts"]:
+        change = f"{a['change']:+.0%}" if a["change"] is not None else "new"
+        out.print(f"[red]ALERT[/] {escape(a['metric'])}: {_fmt(a['current'])} now, {_fmt(a['baseline'])} in the "
+                  f"baseline ({change})")
+    if not h["alerts"] and cur["questions"] and base["questions"]:
+        out.print("[green]no drift[/] beyond 15% from the baseline")
+    elif not (cur["questions"] and base["questions"]):
+        out.print("no comparison: the current window or the baseline has no questions")
+
+
+def _fmt(v) -> str:
+    return "—" if v is None else f"{v:.3f}" if isinstance(v, float) and v <= 1.0 else f"{v:g}"

@@ -36,6 +36,7 @@ from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.scale.ray_ingest import ingest_on_ray
 from ragclinic.store.kb import KnowledgeBase
+from ragclinic.trace.health import health as health_report
 from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
@@ -233,6 +234,12 @@ class Clinic:
         return found.hits, out.retriever
 
     # ------------------------------------------------------------------ traces
+    def health(self, *, window_hours: float = 24.0, baseline_days: float = 7.0, days: float = 30.0,
+               now: float | None = None) -> dict:
+        """The knowledge base's health from its traces and ratings: per day, per version, and the last
+        ``window_hours`` against the ``baseline_days`` before them, with drift alerts (trace/health.py)."""
+        return health_report(self.kb.db, window_hours=window_hours, baseline_days=baseline_days, days=days, now=now)
+
     def trace(self, trace_id: str, *, exact: bool = False) -> Trace:
         """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,
         ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``."""

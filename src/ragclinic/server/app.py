@@ -12,11 +12,12 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import api, errors, openai_api, ui
+from ragclinic.server import api, errors, openai_api, ui, ui_health
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
 from ragclinic.server.guard import BrowserGuard
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
+from ragclinic.trace.health import stats as health_stats
 from ragclinic.server.pool import ClinicPool
 from ragclinic.server.repairs import RepairQueue
 from ragclinic.server.sessions import LoginLimiter, Sessions
@@ -35,6 +36,14 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     metrics = Metrics()
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
     repairs = RepairQueue(pool, settings, metrics)
+
+    def kb_health() -> dict:
+        if not (settings.kb / "kb.sqlite3").exists():  # nothing ingested yet: no questions either
+            return {"current": health_stats([]), "baseline": health_stats([])}
+        with pool.searcher() as c:
+            return c.health()
+
+    metrics.watch_health(kb_health)
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -80,6 +89,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.include_router(api.router)
     app.include_router(openai_api.router)
     ui.install(app)
+    app.include_router(ui_health.router)  # the health page (admin keys)
     _install_docs(app)
     # outermost: a request for another host, or from another origin, is refused before anything reads it
     app.add_middleware(BrowserGuard, state=lambda: app.state.rc)

@@ -1,8 +1,14 @@
-"""Prometheus metrics (base units, no high-cardinality labels: no questions, no trace ids, no tenants)."""
+"""Prometheus metrics (base units, no high-cardinality labels: no questions, no trace ids, no tenants); the knowledge
+base's health gauges (``ragclinic_kb_*``) read from its traces when scraped."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client import CONTENT_TYPE_LATEST  # noqa: F401  (re-exported for the route)
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
@@ -45,5 +51,59 @@ class Metrics:
         for r in payload.get("repairs", ()):
             self.repairs.labels(r.get("treatment", ""), "true" if r.get("accepted") else "false").inc()
 
+    def watch_health(self, source: Callable[[], dict], ttl: float = 60.0) -> None:
+        """Export the knowledge base's health (trace/health.py: the current window and the baseline) as gauges,
+        read from ``source`` at most once per ``ttl`` seconds of scrapes."""
+        self.registry.register(HealthCollector(source, ttl))
+
     def text(self) -> bytes:
         return generate_latest(self.registry)
+
+
+RATES = (("answer_rate", "Share of questions answered"), ("refusal_rate", "Share of questions refused"),
+         ("hit_rate", "Share of questions whose retrieval brought a passage the gate scored as evidence"),
+         ("top1_relevance", "Mean evidence score of the first passage"),
+         ("helpful_ratio", "Share of ratings that said helpful"))
+
+
+class HealthCollector:
+    """``ragclinic_kb_*{window="current"|"baseline"}``: what `ragclinic kb health` shows, for the shipped alert
+    rules (server/monitoring/alerts.yml) and dashboard. Computed from the traces at scrape time, cached ``ttl``."""
+
+    def __init__(self, source: Callable[[], dict], ttl: float) -> None:
+        self.source, self.ttl = source, ttl
+        self._at, self._cached, self._lock = 0.0, None, threading.Lock()
+
+    def describe(self):
+        return []  # not read at registration: the traces are read only when scraped
+
+    def _health(self) -> dict:
+        with self._lock:
+            if self._cached is None or time.monotonic() - self._at > self.ttl:
+                self._cached, self._at = self.source(), time.monotonic()
+            return self._cached
+
+    def collect(self):
+        h = self._health()
+        windows = {"current": h["current"], "baseline": h["baseline"]}
+        questions = GaugeMetricFamily("ragclinic_kb_questions", "Questions asked in the window", labels=["window"])
+        for w, st in windows.items():
+            questions.add_metric([w], st["questions"])
+        yield questions
+        for key, doc in RATES:
+            g = GaugeMetricFamily(f"ragclinic_kb_{key}", doc, labels=["window"])
+            for w, st in windows.items():
+                if st.get(key) is not None:
+                    g.add_metric([w], st[key])
+            yield g
+        lat = GaugeMetricFamily("ragclinic_kb_latency_seconds", "Answer time percentiles", labels=["window", "quantile"])
+        sym = GaugeMetricFamily("ragclinic_kb_symptom_rate", "Share of questions with the symptom",
+                                labels=["window", "symptom"])
+        for w, st in windows.items():
+            for q, key in (("0.5", "p50_ms"), ("0.95", "p95_ms")):
+                if st.get(key) is not None:
+                    lat.add_metric([w, q], st[key] / 1000)
+            for name in sorted(set(h["current"]["symptoms"]) | set(h["baseline"]["symptoms"])):
+                sym.add_metric([w, name], st["symptoms"].get(name, 0.0))
+        yield lat
+        yield sym

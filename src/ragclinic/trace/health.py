@@ -1,0 +1,143 @@
+"""A knowledge base's health over time, from its own traces and ratings (issue 38): per day and per version of the
+knowledge base, and the current window against a baseline window before it.
+
+Each question's root trace (not the doctor's or the debugger's re-runs) is read into a :class:`Reading`:
+
+- **answered / refused**: the route of the answer the user got (``final``);
+- **hit**: the retrieval brought a passage the gate scored as evidence (its support at or above the gate's threshold
+  in the trace's own settings) — the hit rate of retrieval without gold labels; None where the gate did not score;
+- **top-1 relevance**: the gate's support of the first passage (the retrieval's best after scope);
+- **symptoms**: the doctor's findings on it; **ms**: the run's time; **ratings**: users' helpful (1) / not (-1).
+
+``drift`` compares the watched rates (hit rate, top-1 relevance, refusal rate) of the current window with the
+baseline's: a relative change above ``DRIFT`` (15%) is an alert — the same rule the shipped Prometheus alerts apply to
+the gauges `ragclinic serve` exports from this (server/monitoring/alerts.yml).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from ragclinic.store.db import Database
+
+DRIFT = 0.15  # a watched rate that moves this much (relative) from the baseline is an alert
+WATCHED = ("hit_rate", "top1_relevance", "refusal_rate")
+SPIKE = 2.0  # a symptom whose rate is this many times the baseline's (and at least SPIKE_MIN) is a spike
+SPIKE_MIN = 0.1
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    created: float
+    kb_version: int
+    route: str
+    refused: bool
+    hit: bool | None
+    top1: float | None
+    ms: float
+    symptoms: tuple[str, ...] = ()
+    ratings: tuple[int, ...] = ()
+
+
+def readings(db: Database, since: float = 0.0, until: float | None = None) -> list[Reading]:
+    """The root traces created in [since, until), oldest first."""
+    sql = "SELECT data FROM traces WHERE parent_id = '' AND created >= ?"
+    args: list[Any] = [since]
+    if until is not None:
+        sql += " AND created < ?"
+        args.append(until)
+    return [reading(json.loads(data)) for (data,) in db.conn.execute(sql + " ORDER BY created", args)]
+
+
+def reading(t: dict) -> Reading:
+    """One stored trace (its JSON) reduced to what health reads."""
+    final = t.get("final") or {}
+    gate = next((s for s in t.get("spans", ()) if s.get("layer") == "gate" and s.get("status") == "ok"), None)
+    out = (gate or {}).get("outputs") or {}
+    supports = {int(n): float(v) for n, v in (out.get("supports") or {}).items()}
+    lexical = any("lexical" in by for by in out.get("support_by", ()))  # scored by word overlap, not a judge
+    threshold = float((t.get("settings") or {}).get("gate_threshold_lexical" if lexical else "gate_threshold_judge",
+                                                     0.5))
+    ms = max((s.get("started_ms", 0.0) + s.get("duration_ms", 0.0) for s in t.get("spans", ())), default=0.0)
+    ratings = tuple(int(f["rating"]) for f in t.get("feedback", ()) if f.get("rating") in (1, -1))
+    return Reading(float(t.get("created", 0.0)), int(t.get("kb_version", 0)), final.get("route", ""),
+                   bool(final.get("refused")), (max(supports.values()) >= threshold) if supports else None,
+                   supports.get(1), float(ms), tuple(s.get("name", "") for s in t.get("symptoms", ())), ratings)
+
+
+def stats(rs: list[Reading]) -> dict[str, Any]:
+    """The window's rates (None where nothing in it says), latency percentiles and symptom rates."""
+    n = len(rs)
+    scored = [r for r in rs if r.hit is not None]
+    tops = [r.top1 for r in rs if r.top1 is not None]
+    ratings = [x for r in rs for x in r.ratings]
+    ms = sorted(r.ms for r in rs)
+    symptoms = Counter(s for r in rs for s in set(r.symptoms))
+    return {"questions": n,
+            "answer_rate": _share(sum(r.route == "answer" and not r.refused for r in rs), n),
+            "refusal_rate": _share(sum(r.refused for r in rs), n),
+            "hit_rate": _share(sum(bool(r.hit) for r in scored), len(scored)),
+            "top1_relevance": round(statistics.fmean(tops), 4) if tops else None,
+            "helpful_ratio": _share(sum(x == 1 for x in ratings), len(ratings)),
+            "ratings": len(ratings),
+            "p50_ms": round(_percentile(ms, 0.5), 1) if ms else None,
+            "p95_ms": round(_percentile(ms, 0.95), 1) if ms else None,
+            "symptoms": {k: round(v / n, 4) for k, v in sorted(symptoms.items())} if n else {}}
+
+
+def drift(current: dict[str, Any], baseline: dict[str, Any], threshold: float = DRIFT) -> list[dict[str, Any]]:
+    """Each watched rate's relative change from the baseline, and symptom spikes; ``alert`` where it passes."""
+    out = []
+    for k in WATCHED:
+        a, b = current.get(k), baseline.get(k)
+        if a is None or b is None:
+            continue
+        change = (a - b) / b if b else (0.0 if a == 0 else float("inf"))
+        out.append({"metric": k, "current": a, "baseline": b, "change": round(change, 4),
+                    "alert": abs(change) > threshold})
+    for name, rate in (current.get("symptoms") or {}).items():
+        base = (baseline.get("symptoms") or {}).get(name, 0.0)
+        spike = rate >= SPIKE_MIN and rate >= SPIKE * base
+        out.append({"metric": f"symptom:{name}", "current": rate, "baseline": base,
+                    "change": round((rate - base) / base, 4) if base else None, "alert": spike})
+    return out
+
+
+def health(db: Database, *, window_hours: float = 24.0, baseline_days: float = 7.0, days: float = 30.0,
+           now: float | None = None) -> dict[str, Any]:
+    """Per day and per knowledge-base version over the last ``days``, and the last ``window_hours`` against the
+    ``baseline_days`` before them."""
+    now = time.time() if now is None else now
+    cur_start = now - window_hours * 3600
+    base_start = cur_start - baseline_days * DAY
+    rs = readings(db, min(now - days * DAY, base_start), now)
+    current = stats([r for r in rs if r.created >= cur_start])
+    baseline = stats([r for r in rs if base_start <= r.created < cur_start])
+    per_day: dict[str, list[Reading]] = defaultdict(list)
+    per_version: dict[int, list[Reading]] = defaultdict(list)
+    for r in rs:
+        if r.created >= now - days * DAY:
+            per_day[datetime.fromtimestamp(r.created, timezone.utc).strftime("%Y-%m-%d")].append(r)
+            per_version[r.kb_version].append(r)
+    checks = drift(current, baseline) if current["questions"] and baseline["questions"] else []
+    return {"now": now, "window_hours": window_hours, "baseline_days": baseline_days, "days": days,
+            "current": current, "baseline": baseline, "drift": checks,
+            "alerts": [c for c in checks if c["alert"]],
+            "by_day": [{"day": d, **stats(v)} for d, v in sorted(per_day.items())],
+            "by_version": [{"kb_version": k, **stats(v)} for k, v in sorted(per_version.items())]}
+
+
+def _share(k: int, n: int) -> float | None:
+    return round(k / n, 4) if n else None
+
+
+def _percentile(xs: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``xs`` (nearest rank)."""
+    return xs[min(len(xs) - 1, max(0, int(round(q * (len(xs) - 1)))))]
