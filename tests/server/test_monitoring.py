@@ -38,7 +38,8 @@ def _exported_names() -> set[str]:
     h = stats([])
     h.update(questions=3, hit_rate=0.5, top1_relevance=0.5, answer_rate=0.5, refusal_rate=0.5, helpful_ratio=1.0,
              p50_ms=10.0, p95_ms=20.0, symptoms={"low_relevance": 0.3})
-    m.watch_health(lambda: {"current": h, "baseline": h})
+    drift = [{"metric": "hit_rate", "z": -0.4}, {"metric": "symptom:low_relevance", "z": 0.3}]
+    m.watch_health(lambda: {"current": h, "baseline": h, "drift": drift})
     m.http.labels("/v1/ask", "POST", "200").observe(1.0)
     m.layer.labels("generate").observe(1.0)
     m.answers.labels("answered").inc()

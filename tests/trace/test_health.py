@@ -58,41 +58,52 @@ def test_a_trace_reads_as_its_route_hit_relevance_time_and_ratings(kb):
 
 
 def test_an_unchanged_history_raises_no_alert(kb):
-    _history(kb, [(ago, 4, 1) for ago in range(8, -1, -1)])
+    _history(kb, [(ago, 8, 2) for ago in range(8, -1, -1)])
     h = health(kb.db, now=NOW + 3600)
-    assert h["current"]["questions"] == 5 and h["baseline"]["questions"] == 35
+    assert h["current"]["questions"] == 10 and h["baseline"]["questions"] == 70
     assert h["alerts"] == [] and {c["metric"] for c in h["drift"]} >= {"hit_rate", "top1_relevance", "refusal_rate"}
     assert len(h["by_day"]) == 9 and all(d["refusal_rate"] == 0.2 for d in h["by_day"])
+    assert all(abs(c["z"]) < 2 for c in h["drift"])
     assert [v["kb_version"] for v in h["by_version"]] == [kb.db.version]
 
 
 def test_a_regression_fires_within_one_window_with_the_rates_it_moved(kb):
-    _history(kb, [(ago, 4, 1) for ago in range(8, 0, -1)] + [(0, 2, 3)], symptom_days={0})
+    _history(kb, [(ago, 8, 2) for ago in range(8, 0, -1)] + [(0, 4, 6)], symptom_days={0})
     h = health(kb.db, now=NOW + 3600)
     moved = {a["metric"] for a in h["alerts"]}
     assert {"hit_rate", "refusal_rate", "symptom:low_relevance"} <= moved
     hit = next(a for a in h["alerts"] if a["metric"] == "hit_rate")
-    assert hit["current"] == 0.4 and hit["baseline"] == 0.8 and hit["change"] == -0.5
+    assert hit["current"] == 0.4 and hit["baseline"] == 0.8 and hit["change"] == -0.5 and hit["z"] <= -2
 
 
-def test_drift_compares_relative_change_and_spikes():
-    cur = {"hit_rate": 0.7, "top1_relevance": 0.6, "refusal_rate": 0.2, "symptoms": {"a": 0.15, "b": 0.05}}
-    base = {"hit_rate": 0.8, "top1_relevance": 0.6, "refusal_rate": 0.1, "symptoms": {"a": 0.05, "b": 0.0}}
+def test_a_small_window_says_nothing_however_it_moved(kb):
+    _history(kb, [(ago, 8, 2) for ago in range(8, 0, -1)] + [(0, 1, 4)])
+    h = health(kb.db, now=NOW + 3600)
+    assert h["current"]["questions"] == 5 and h["alerts"] == []
+
+
+def test_drift_needs_a_relative_change_beyond_15_percent_and_two_standard_errors():
+    cur = {"questions": 200, "scored": 200, "hit_rate": 0.7, "top1_relevance": 0.6, "top1_sd": 0.2, "top1_n": 200,
+           "refusal_rate": 0.2, "symptoms": {"a": 0.15, "b": 0.05}}
+    base = {"questions": 1000, "scored": 1000, "hit_rate": 0.8, "top1_relevance": 0.6, "top1_sd": 0.2,
+            "top1_n": 1000, "refusal_rate": 0.1, "symptoms": {"a": 0.05, "b": 0.0}}
     got = {c["metric"]: c["alert"] for c in drift(cur, base)}
     assert got == {"hit_rate": False, "top1_relevance": False, "refusal_rate": True, "symptom:a": True,
                    "symptom:b": False}  # -12.5% is within 15%; +100% is not; b is under the 10% floor
+    few = {**cur, "questions": 12, "scored": 12, "top1_n": 12}  # +100% on 12 questions: within the noise
+    assert {c["metric"]: c["alert"] for c in drift(few, base)}["refusal_rate"] is False
 
 
 def test_kb_health_cli_json_and_sparklines(kb):
     import time
 
-    _history(kb, [(ago, 4, 1) for ago in range(3, -1, -1)], now=time.time() - 7200)
+    _history(kb, [(ago, 8, 2) for ago in range(3, -1, -1)], now=time.time() - 7200)
     r = CliRunner().invoke(app, ["kb", "health", "--kb", str(kb.folder), "--json"])
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {"current", "baseline", "drift", "alerts", "by_day", "by_version"} <= set(data)
-    assert sum(d["questions"] for d in data["by_day"]) == 20 and data["current"]["questions"] == 5
-    assert data["baseline"]["questions"] == 15 and data["alerts"] == []
+    assert sum(d["questions"] for d in data["by_day"]) == 40 and data["current"]["questions"] == 10
+    assert data["baseline"]["questions"] == 30 and data["alerts"] == []
     text = CliRunner().invoke(app, ["kb", "health", "--kb", str(kb.folder)])
     assert text.exit_code == 0, text.output
     assert "hit rate" in text.output and "top-1 relevance" in text.output and "no drift" in text.output

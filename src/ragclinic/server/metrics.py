@@ -107,3 +107,14 @@ class HealthCollector:
                 sym.add_metric([w, name], st["symptoms"].get(name, 0.0))
         yield lat
         yield sym
+        z = GaugeMetricFamily("ragclinic_kb_drift_zscore", "Standard errors between the current window's rate and the "
+                              "baseline's (two proportions; two means for top-1 relevance)", labels=["metric"])
+        zs = GaugeMetricFamily("ragclinic_kb_symptom_zscore", "Standard errors between the current window's "
+                               "symptom rate and the baseline's", labels=["symptom"])
+        for c in h.get("drift", ()):
+            if c["metric"].startswith("symptom:"):
+                zs.add_metric([c["metric"].split(":", 1)[1]], c["z"])
+            else:
+                z.add_metric([c["metric"]], c["z"])
+        yield z
+        yield zs

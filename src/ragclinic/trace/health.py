@@ -10,13 +10,16 @@ Each question's root trace (not the doctor's or the debugger's re-runs) is read 
 - **symptoms**: the doctor's findings on it; **ms**: the run's time; **ratings**: users' helpful (1) / not (-1).
 
 ``drift`` compares the watched rates (hit rate, top-1 relevance, refusal rate) of the current window with the
-baseline's: a relative change above ``DRIFT`` (15%) is an alert — the same rule the shipped Prometheus alerts apply to
-the gauges `ragclinic serve` exports from this (server/monitoring/alerts.yml).
+baseline's: a relative change above ``DRIFT`` (15%) that is also at least ``Z`` standard errors (so that a day of few
+questions does not alert by chance), with at least ``MIN_QUESTIONS`` in each window, is an alert — the rule the
+shipped Prometheus alerts apply to the gauges `ragclinic serve` exports from this (server/monitoring/alerts.yml).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import statistics
 import time
 from collections import Counter, defaultdict
@@ -26,11 +29,14 @@ from typing import Any
 
 from ragclinic.store.db import Database
 
-DRIFT = 0.15  # a watched rate that moves this much (relative) from the baseline is an alert
+DRIFT = 0.15  # a watched rate that moves this much (relative) from the baseline is an alert ...
+Z = 2.0  # ... when the move is also this many standard errors (not one unlucky day of few questions)
+MIN_QUESTIONS = 10  # a window with fewer questions says nothing
 WATCHED = ("hit_rate", "top1_relevance", "refusal_rate")
 SPIKE = 2.0  # a symptom whose rate is this many times the baseline's (and at least SPIKE_MIN) is a spike
 SPIKE_MIN = 0.1
 DAY = 86400.0
+_NEED = re.compile(r"best evidence score [0-9.]+ (?:≥|<) ([0-9.]+)")
 
 
 @dataclass(frozen=True)
@@ -62,14 +68,21 @@ def reading(t: dict) -> Reading:
     gate = next((s for s in t.get("spans", ()) if s.get("layer") == "gate" and s.get("status") == "ok"), None)
     out = (gate or {}).get("outputs") or {}
     supports = {int(n): float(v) for n, v in (out.get("supports") or {}).items()}
-    lexical = any("lexical" in by for by in out.get("support_by", ()))  # scored by word overlap, not a judge
-    threshold = float((t.get("settings") or {}).get("gate_threshold_lexical" if lexical else "gate_threshold_judge",
-                                                     0.5))
+    threshold = _threshold(out, t.get("settings") or {})
     ms = max((s.get("started_ms", 0.0) + s.get("duration_ms", 0.0) for s in t.get("spans", ())), default=0.0)
     ratings = tuple(int(f["rating"]) for f in t.get("feedback", ()) if f.get("rating") in (1, -1))
     return Reading(float(t.get("created", 0.0)), int(t.get("kb_version", 0)), final.get("route", ""),
                    bool(final.get("refused")), (max(supports.values()) >= threshold) if supports else None,
                    supports.get(1), float(ms), tuple(s.get("name", "") for s in t.get("symptoms", ())), ratings)
+
+
+def _threshold(gate: dict, settings: dict) -> float:
+    """The evidence the gate needed: as its decision states it ("best evidence score 0.42 < 0.55 threshold"), else
+    the trace's setting for how the passages were scored."""
+    if m := _NEED.search((gate.get("decision") or {}).get("reason", "")):
+        return float(m.group(1))
+    lexical = any("lexical" in by for by in gate.get("support_by", ()))  # scored by word overlap, not a judge
+    return float(settings.get("gate_threshold_lexical" if lexical else "gate_threshold_judge") or 0.5)
 
 
 def stats(rs: list[Reading]) -> dict[str, Any]:
@@ -85,6 +98,8 @@ def stats(rs: list[Reading]) -> dict[str, Any]:
             "refusal_rate": _share(sum(r.refused for r in rs), n),
             "hit_rate": _share(sum(bool(r.hit) for r in scored), len(scored)),
             "top1_relevance": round(statistics.fmean(tops), 4) if tops else None,
+            "top1_sd": round(statistics.pstdev(tops), 4) if tops else None, "scored": len(scored),
+            "top1_n": len(tops),
             "helpful_ratio": _share(sum(x == 1 for x in ratings), len(ratings)),
             "ratings": len(ratings),
             "p50_ms": round(_percentile(ms, 0.5), 1) if ms else None,
@@ -93,21 +108,48 @@ def stats(rs: list[Reading]) -> dict[str, Any]:
 
 
 def drift(current: dict[str, Any], baseline: dict[str, Any], threshold: float = DRIFT) -> list[dict[str, Any]]:
-    """Each watched rate's relative change from the baseline, and symptom spikes; ``alert`` where it passes."""
+    """Each watched rate's relative change from the baseline and its z-score (two proportions; two means for top-1
+    relevance), and symptom spikes; ``alert`` where the change passes ``threshold``, |z| ≥ ``Z`` and the current
+    window has ``MIN_QUESTIONS``."""
+    enough = current.get("questions", 0) >= MIN_QUESTIONS and baseline.get("questions", 0) >= MIN_QUESTIONS
     out = []
     for k in WATCHED:
         a, b = current.get(k), baseline.get(k)
         if a is None or b is None:
             continue
         change = (a - b) / b if b else (0.0 if a == 0 else float("inf"))
-        out.append({"metric": k, "current": a, "baseline": b, "change": round(change, 4),
-                    "alert": abs(change) > threshold})
+        z = zscore(k, current, baseline)
+        out.append({"metric": k, "current": a, "baseline": b, "change": round(change, 4), "z": round(z, 2),
+                    "alert": enough and abs(change) > threshold and abs(z) >= Z})
+    n1, n2 = current.get("questions", 0), baseline.get("questions", 0)
     for name, rate in (current.get("symptoms") or {}).items():
         base = (baseline.get("symptoms") or {}).get(name, 0.0)
-        spike = rate >= SPIKE_MIN and rate >= SPIKE * base
+        z = _two_proportions(rate, n1, base, n2)
+        spike = enough and rate >= SPIKE_MIN and rate >= SPIKE * base and z >= Z
         out.append({"metric": f"symptom:{name}", "current": rate, "baseline": base,
-                    "change": round((rate - base) / base, 4) if base else None, "alert": spike})
+                    "change": round((rate - base) / base, 4) if base else None, "z": round(z, 2), "alert": spike})
     return out
+
+
+def zscore(metric: str, current: dict[str, Any], baseline: dict[str, Any]) -> float:
+    """How many standard errors the current window's ``metric`` is from the baseline's."""
+    if metric == "top1_relevance":
+        n1, n2 = current.get("top1_n", 0), baseline.get("top1_n", 0)
+        if not n1 or not n2:
+            return 0.0
+        se = ((current["top1_sd"] ** 2) / n1 + (baseline["top1_sd"] ** 2) / n2) ** 0.5
+        diff = current[metric] - baseline[metric]
+        return diff / se if se else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+    n = "scored" if metric == "hit_rate" else "questions"
+    return _two_proportions(current[metric], current.get(n, 0), baseline[metric], baseline.get(n, 0))
+
+
+def _two_proportions(p1: float, n1: int, p2: float, n2: int) -> float:
+    if not n1 or not n2:
+        return 0.0
+    pooled = (p1 * n1 + p2 * n2) / (n1 + n2)
+    se = (pooled * (1 - pooled) * (1 / n1 + 1 / n2)) ** 0.5
+    return (p1 - p2) / se if se else 0.0
 
 
 def health(db: Database, *, window_hours: float = 24.0, baseline_days: float = 7.0, days: float = 30.0,
