@@ -39,6 +39,17 @@ def diagnose_cmd(
     from_eval: Optional[Path] = typer.Option(None, "--from-eval", metavar="DIR", show_default=False,
                                              help="Diagnose the failed items of an `eval rag|doctor --out DIR` run."),
     limit: int = typer.Option(0, "--limit", min=0, help="--from-eval: at most N failed items (0 = all)."),
+    apply: bool = typer.Option(False, "--apply", help="Carry the fix out on a copy (a settings overlay, or a "
+                               "snapshot of the knowledge base changed), re-ask, and say whether it is fixed, not "
+                               "fixed, or fixed with side effects on other questions."),
+    keep: bool = typer.Option(False, "--keep", help="With --apply: promote a fix that worked (settings written to "
+                              "the knowledge base's settings.toml, or the changed copy put in its place; the "
+                              "original kept beside it)."),
+    others: int = typer.Option(20, "--others", min=0, help="With --apply: recent questions re-asked for side "
+                               "effects."),
+    side_effects: Optional[str] = typer.Option(None, "--side-effects", metavar="FORMAT:PATH", show_default=False,
+                                               help="With --apply: an evaluation set (jsonl:FILE with query and "
+                                                    "answer) re-asked for side effects instead of recent questions."),
     llm: Optional[str] = LlmOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -60,11 +71,15 @@ def diagnose_cmd(
         return _from_eval(from_eval, llm, limit, json_out)
     if question and trace:
         raise fail("--question and --trace exclude each other: a trace already has its question")
+    if (keep or side_effects) and not apply:
+        raise fail("--keep and --side-effects go with --apply")
+    eval_set = _eval_set(side_effects) if side_effects else ()
     if trace and llm is None:
         llm = _trace_model(kb, trace)  # re-run with the model that answered
     with open_clinic(kb, llm, quiet=json_out) as clinic:
         d = clinic.diagnose(question, tuple(expected), trace, gold_doc, expect_refusal=expect_refusal,
-                            scope=parse_pairs(scope, "--scope"))
+                            scope=parse_pairs(scope, "--scope"), apply=apply, keep=keep, others=others,
+                            eval_set=eval_set)
     if json_out:
         print_json(d.to_json())
     else:
@@ -81,7 +96,36 @@ def _print_diagnosis(d) -> None:
     out.print(t)
     out.print(f"[bold]verdict:[/] {d.verdict}")
     out.print(f"[bold]fix:[/] {escape(d.suggestion)}")
+    if d.applied is not None:
+        _print_applied(d.applied)
     out.print(f"trace: {d.trace_id}")
+
+
+_VERDICT = {"fixed": "[bold green]fixed[/]", "fixed_with_side_effects": "[bold yellow]fixed, with side effects[/]",
+            "not_fixed": "[bold red]not fixed[/]", "no_fix": "[dim]no fix to apply[/]"}
+
+
+def _print_applied(a) -> None:
+    out.print(f"[bold]applied:[/] {_VERDICT[a.verdict]}" + (f" — {escape(a.why)}" if a.why else ""))
+    for x in a.attempts:
+        mark = "[green]right[/]" if x.right else "[red]wrong[/]" if x.right is False else "?"
+        out.print(f"  tried {escape(x.fix.what)}: {mark} {escape(x.error or x.answer[:120])} "
+                  f"({x.seconds:.1f} s, trace {x.trace_id or '—'})")
+    fx = a.side_effects
+    if fx.get("asked"):
+        out.print(f"  side effects on {fx['asked']} {fx.get('source', '')}: {fx['changed']} changed, "
+                  f"{fx['better']} better, {fx['worse']} worse")
+    if a.kept:
+        out.print(f"  kept: {escape(a.kept)}")
+
+
+def _eval_set(spec: str):
+    """(question, Expectation) pairs from an evaluation set (its answerable items and its refusals)."""
+    from ragclinic.debugger.base import Expectation  # on use: when the command runs (fast --help)
+    from ragclinic.eval.datasets import load  # on use: the evaluation harness
+
+    return [(it.question, Expectation(tuple(it.answers), "", it.expect_refusal or not it.answers))
+            for it in load(spec).data if isinstance(getattr(it, "question", None), str)]
 
 
 def _trace_model(kb: Optional[Path], trace_id: str) -> Optional[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import Any
 
-from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
+from ragclinic.debugger.base import Case, Fix, LayerReport, fault, not_reached, ok
 from ragclinic.types import AskState
 from ragclinic.types import Passage
 
@@ -52,9 +52,12 @@ def probe_gate(case: Case) -> LayerReport:
             return ok("the gate asked a clarifying question instead of answering", decision=decision)
         if decision.get("route") == "answer" and not case.trace.final.get("refused"):
             score = decision.get("evidence_score", 0.0)
+            name = _threshold_name(decision)
             return fault(f"the gate answered though no passage should support an answer ({decision.get('reason')})",
                          f"gate answered with evidence score {score:.2f} and no real evidence: raise "
-                         f"{_threshold_name(decision)} above {score:.2f}", decision=decision)
+                         f"{name} above {score:.2f}",
+                         Fix(f"{name} {min(1.0, score + 0.05):.2f}", settings={name: round(min(1.0, score + 0.05), 3)}),
+                         decision=decision)
         return ok("the question was refused" + (" by the gate" if decision.get("route") != "answer" else
                                                 " (the generator declined)"), decision=decision)
     if not case.gold_hits:
@@ -69,9 +72,12 @@ def probe_gate(case: Case) -> LayerReport:
     case.counterfactual = (state, trace)
     d = state.decision
     if d.route != "answer":
+        name = _threshold_name({"reason": d.reason})
+        lower = round(max(0.0, d.evidence_score - 0.02), 3)
         return fault(f"with the gold chunk in the context the gate still says {d.route}: {d.reason}",
-                     f"gate refused with {d.reason}: lower {_threshold_name({'reason': d.reason})} or check the judge on this "
-                     "passage", decision={"route": d.route, "evidence_score": d.evidence_score, "reason": d.reason},
+                     f"gate refused with {d.reason}: lower {name} or check the judge on this passage",
+                     Fix(f"{name} {lower:.2f}", settings={name: lower}),
+                     decision={"route": d.route, "evidence_score": d.evidence_score, "reason": d.reason},
                      counterfactual_trace=trace.id)
     return ok(f"with the gold chunk in the context the gate answers ({d.reason})", counterfactual_trace=trace.id)
 
@@ -112,8 +118,21 @@ def probe_generate(case: Case) -> LayerReport:
     where = f"passage [{gold_n}]" if gold_n else "the gold passage"
     return fault(f"with the gold chunk injected as {where} the generator still answers wrong",
                  f"generator ignored {where} that states the answer: try a stronger model (--llm), fewer passages "
-                 "(context_k), or the doctor's refine treatment", answer=answer.get("answer", "")[:300],
-                 claims=claims, counterfactual_trace=trace.id)
+                 "(context_k), or the doctor's refine treatment", *_generate_fixes(case, gold_n),
+                 answer=answer.get("answer", "")[:300], claims=claims, counterfactual_trace=trace.id)
+
+
+def _generate_fixes(case: Case, gold_n: int | None) -> tuple[Fix, ...]:
+    """The prompt as standard, the other answer prompt wording, then fewer passages around the gold one."""
+    req, s = case.request, case.kb.settings
+    fixes = [Fix("the standard answer prompt", request={"prompt_variant": 0})] if req.prompt_variant else []
+    other = 1 if s.answer_prompt == 2 else 2
+    fixes.append(Fix(f"answer prompt {other}", settings={"answer_prompt": other}))
+    keep = max(1, min(req.context_k - 1, gold_n or 2))
+    if keep < req.context_k:
+        fixes.append(Fix(f"{keep} passage(s) in the context (context_k)", settings={"context_k": keep},
+                         request={"context_k": keep}))
+    return tuple(fixes)
 
 
 def _gold_n(trace, gold: set[str]) -> int | None:

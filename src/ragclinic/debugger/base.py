@@ -15,7 +15,7 @@ from ragclinic.types import AskRequest, AskState
 from ragclinic.trace.model import LAYERS, Trace
 from ragclinic.types import Chunk, Hit, Passage
 
-__all__ = ["LAYERS", "STATUSES", "Case", "Expectation", "LayerReport", "Probe"]
+__all__ = ["LAYERS", "STATUSES", "Case", "Expectation", "Fix", "LayerReport", "Probe"]
 
 STATUSES = ("ok", "fault", "not_reached")
 
@@ -50,22 +50,51 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class Fix:
+    """One way to carry out a suggestion on a copy (debugger/apply.py): any of a settings overlay (query-time
+    settings), request changes (top_k, context_k, retriever, rerank, max_per_doc, prompt_variant, scope), settings
+    that define the knowledge base (chunk sizes: a copy rebuilt from the sources), documents re-parsed on a
+    snapshot (``reparse``, with parse settings such as keep_hyphens), tags changed on a snapshot (``retag``: doc id →
+    tags), or the graph rebuilt on a snapshot (``graph``: its mode)."""
+
+    what: str  # what it does, in a user's words
+    settings: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
+    kb_settings: dict[str, Any] = field(default_factory=dict)
+    reparse: tuple[str, ...] = ()
+    retag: dict[str, dict[str, str]] = field(default_factory=dict)
+    graph: str = ""
+
+    @property
+    def needs_copy(self) -> bool:
+        """Whether it changes stored data (a snapshot of the knowledge base is changed), not only a run's settings."""
+        return bool(self.kb_settings or self.reparse or self.retag or self.graph)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in (("what", self.what), ("settings", self.settings), ("request", self.request),
+                                  ("kb_settings", self.kb_settings), ("reparse", list(self.reparse)),
+                                  ("retag", self.retag), ("graph", self.graph)) if v}
+
+
+@dataclass(frozen=True)
 class LayerReport:
     status: str  # ok | fault | not_reached
     evidence: dict[str, Any]
     suggestion: str = ""
+    fixes: tuple[Fix, ...] = ()  # the suggestion as changes `diagnose --apply` can try, in order; () = none
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "evidence": self.evidence, **({"suggestion": self.suggestion}
-                                                                    if self.suggestion else {})}
+        return {"status": self.status, "evidence": self.evidence,
+                **({"suggestion": self.suggestion} if self.suggestion else {}),
+                **({"fixes": [f.to_json() for f in self.fixes]} if self.fixes else {})}
 
 
 def ok(summary: str, **evidence) -> LayerReport:
     return LayerReport("ok", {"summary": summary, **evidence})
 
 
-def fault(summary: str, suggestion: str, **evidence) -> LayerReport:
-    return LayerReport("fault", {"summary": summary, **evidence}, suggestion)
+def fault(summary: str, suggestion: str, *fixes: Fix, **evidence) -> LayerReport:
+    return LayerReport("fault", {"summary": summary, **evidence}, suggestion, tuple(fixes))
 
 
 def not_reached(summary: str, **evidence) -> LayerReport:

@@ -4,12 +4,14 @@ fails — with each layer's evidence and a fix at that layer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragclinic.debugger.answer import probe_gate, probe_generate
-from ragclinic.debugger.base import LAYERS, Case, Expectation, LayerReport, not_reached
+from ragclinic.debugger.apply import OTHERS, Applied
+from ragclinic.debugger.apply import apply as apply_fix
+from ragclinic.debugger.base import LAYERS, Case, Expectation, Fix, LayerReport, not_reached
 from ragclinic.debugger.graph import probe_graph
 from ragclinic.debugger.search import probe_retrieve, probe_scope
 from ragclinic.debugger.source import probe_chunk, probe_parse
@@ -33,6 +35,12 @@ class Diagnosis:
     question: str
     answer: str
     answer_right: bool | None
+    applied: Applied | None = None  # `--apply`: the fix carried out on a copy, and whether it worked (apply.py)
+
+    @property
+    def fixes(self) -> tuple[Fix, ...]:
+        """The verdict layer's suggestion as changes `--apply` can try, in order (() when none can be)."""
+        return self.layers[self.verdict].fixes if self.verdict in self.layers else ()
 
     @property
     def fix(self) -> str:
@@ -50,7 +58,8 @@ class Diagnosis:
         """The `ragclinic diagnose --json` contract (extended, never renamed)."""
         return {"verdict": self.verdict, "layers": {k: v.to_json() for k, v in self.layers.items()},
                 "suggestion": self.suggestion, "trace_id": self.trace_id, "question": self.question,
-                "answer": self.answer, "answer_right": self.answer_right}
+                "answer": self.answer, "answer_right": self.answer_right, "fixes": [f.to_json() for f in self.fixes],
+                **({"applied": self.applied.to_json()} if self.applied is not None else {})}
 
 
 class Debugger:
@@ -58,8 +67,11 @@ class Debugger:
         self.pipeline = pipeline
 
     def diagnose(self, expect: Expectation, *, question: str | None = None, scope: dict[str, str] | None = None,
-                 trace_id: str | None = None) -> Diagnosis:
-        """Explain the answer of ``trace_id`` (or of asking ``question`` now, without the doctor)."""
+                 trace_id: str | None = None, apply: bool = False, keep: bool = False, others: int = OTHERS,
+                 eval_set: Sequence[tuple[str, Expectation]] = ()) -> Diagnosis:
+        """Explain the answer of ``trace_id`` (or of asking ``question`` now, without the doctor). ``apply``: carry
+        out the verdict layer's fix on a copy, re-ask, and check ``others`` recent questions (or ``eval_set``) for
+        side effects (apply.py); ``keep``: promote a fix that worked."""
         if trace_id:
 
             trace = load_trace(self.pipeline.kb.db, trace_id)
@@ -96,8 +108,12 @@ class Debugger:
             suggestion = ("no probe failed, yet the answer is wrong: " + (
                 f"the {', '.join(unrun)} probe(s) could not run (see their evidence)" if unrun else
                 "with the gold passage in place the pipeline answers right — check the expected answer"))
-        return Diagnosis(verdict, layers, suggestion, trace.id, trace.query, trace.final.get("answer", ""),
-                         case.satisfied)
+        found = Diagnosis(verdict, layers, suggestion, trace.id, trace.query, trace.final.get("answer", ""),
+                          case.satisfied)
+        if apply and verdict != "none":
+            return replace(found, applied=apply_fix(self.pipeline, trace, found.fixes, expect, others=others,
+                                                    eval_set=eval_set, keep=keep))
+        return found
 
 
 def _run(probe: Callable[[Case], LayerReport | None], case: Case) -> LayerReport | None:

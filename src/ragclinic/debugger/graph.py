@@ -9,7 +9,7 @@ community was not among those mapped). ``None`` when the knowledge base has no g
 
 from __future__ import annotations
 
-from ragclinic.debugger.base import Case, LayerReport, fault, ok
+from ragclinic.debugger.base import Case, Fix, LayerReport, fault, ok
 from ragclinic.graph.extract import normalise
 from ragclinic.pipeline.reason.graph import question_entities
 from ragclinic.graph.sync import enabled
@@ -41,12 +41,14 @@ def probe_graph(case: Case) -> LayerReport | None:
     if written and not keys and all(len(a) >= 2 for a in written):
         where = _chunks_with(conn, written[0])[:3]
         return fault(f"entity missing: {written[0]!r} is written in {len(where)} chunk(s) but is no entity of the "
-                     f"graph", FIX_ENTITY, chunks=where, **evidence)
+                     f"graph", FIX_ENTITY, Fix("rebuild the graph with --graph model", graph="model"), chunks=where,
+                     **evidence)
     if keys and q_keys and g.get("kind") != "global":
         reach = _within(conn, q_keys, 2)
         if not any(k in reach for k in keys):
             return fault(f"relation missing: no relation within two hops joins {', '.join(q_keys)} and {keys[0]!r}",
-                         FIX_RELATION, answer_entity=keys[0], **evidence)
+                         FIX_RELATION, Fix("rebuild the graph with --graph model", graph="model"),
+                         answer_entity=keys[0], **evidence)
     if answers and g.get("path") not in (None, "", "chunks"):
         shown = " ".join(p["text"] for c in g.get("communities", []) for p in c["points"]).lower()
         if not any(a.lower() in shown for a in answers):
@@ -54,12 +56,18 @@ def probe_graph(case: Case) -> LayerReport | None:
             mapped = set(evidence["communities"])
             if holder and holder in mapped:
                 return fault(f"community summary missing the point: community {holder} holds {written[0]!r}, but "
-                             f"the points mapped from it do not", FIX_POINTS, community=holder, **evidence)
+                             f"the points mapped from it do not", FIX_POINTS, _more_communities(case), community=holder,
+                             **evidence)
             if holder:
                 return fault(f"community {holder} holds {written[0]!r} but was not mapped", FIX_MAPPED,
-                             community=holder, **evidence)
+                             _more_communities(case), community=holder, **evidence)
     return ok("the graph holds what the answer needs" if keys or not answers else "nothing the graph could add",
               **evidence)
+
+
+def _more_communities(case: Case) -> Fix:
+    k = min(30, case.kb.settings.graph_communities_k * 2)
+    return Fix(f"map {k} communities (graph_communities_k)", settings={"graph_communities_k": k})
 
 
 def _chunks_with(conn, text: str) -> list[str]:

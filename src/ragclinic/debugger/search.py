@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ragclinic.debugger.base import Case, LayerReport, fault, not_reached, ok
+from ragclinic.debugger.base import Case, Fix, LayerReport, fault, not_reached, ok
 from ragclinic.types import AskState
 from ragclinic.pipeline.scope.filters import resolve
 from ragclinic.types import Scope
@@ -70,8 +70,8 @@ def probe_retrieve(case: Case) -> LayerReport:
                   ranks_unfiltered=ranks)
     used = case.request.retriever
     reasons = _miss_reasons(case, ranks)
-    return fault(_miss_summary(ranks, used, top_k), _miss_fix(ranks, reasons, used, top_k), ranks=ranks,
-                 top_k=top_k, retriever=used, reasons=reasons)
+    return fault(_miss_summary(ranks, used, top_k), _miss_fix(ranks, reasons, used, top_k),
+                 *_miss_fixes(case, ranks, reasons, used), ranks=ranks, top_k=top_k, retriever=used, reasons=reasons)
 
 
 def _miss_summary(ranks: dict[str, int | None], used: str, top_k: int) -> str:
@@ -113,6 +113,25 @@ def _miss_fix(ranks: dict[str, int | None], reasons: list[str], used: str, top_k
     return f"gold chunk {shown}: rewrite the question with the document's terms or enable query expansion"
 
 
+def _miss_fixes(case: Case, ranks: dict[str, int | None], reasons: list[str], used: str) -> tuple[Fix, ...]:
+    """What `diagnose --apply` tries for a miss, in order: a retriever that ranks it within top_k; a deeper search
+    whose passages all reach the context; a rerank of a deeper search; longer chunks where the chunk is too short."""
+    req = case.request
+    found = {n: r for n, r in ranks.items() if r is not None}
+    fixes = [Fix(f"retrieve with {n}", settings={"retriever": n}, request={"retriever": n})
+             for n, r in sorted(found.items(), key=lambda x: x[1]) if n != used and r <= req.top_k][:1]
+    best = found.get(used) or min(found.values(), default=None)
+    if best is not None and best > req.top_k:
+        fixes.append(Fix(f"retrieve the top {best} (top_k) and keep them (context_k)",
+                         settings={"top_k": best, "context_k": max(req.context_k, best)},
+                         request={"top_k": best, "context_k": max(req.context_k, best)}))
+    if best is not None and not req.rerank:
+        fixes.append(Fix("rerank a deeper search with the judge", settings={"rerank": True}, request={"rerank": True}))
+    if any(r.startswith("chunk too short") for r in reasons):
+        fixes.append(Fix("re-chunk with chunk_min_tokens 24", kb_settings={"chunk_min_tokens": 24}))
+    return tuple(fixes)
+
+
 def probe_scope(case: Case) -> LayerReport:
     if not case.gold_chunks:
         if case.expect.expect_refusal:
@@ -121,8 +140,8 @@ def probe_scope(case: Case) -> LayerReport:
     allowed, rule = _allowed(case)
     if not allowed:
         return fault(f"the gold document is excluded by scope rule {rule}",
-                     f"excluded by scope rule {rule}: widen or drop that filter, or retag the document "
-                     "(`ragclinic kb tag`)", rule=rule)
+                     f"excluded by scope rule {rule}: widen or drop that filter, or retag the document",
+                     *_scope_fixes(case, rule), rule=rule)
     gold = case.gold_ids()
     passages = case.passages()
     if any(p.chunk.id in gold for p in passages):
@@ -135,6 +154,25 @@ def probe_scope(case: Case) -> LayerReport:
     return _dropped(case, rank, gold)
 
 
+def _scope_fixes(case: Case, rule: str) -> tuple[Fix, ...]:
+    """For a filter that excludes the gold document: the document tagged to match it (its tag may be wrong), then
+    the question asked without that filter; for the version rule, every version searched."""
+    if rule.startswith("version=latest"):
+        return (Fix("search every version (scope_newest_version off)", settings={"scope_newest_version": False}),)
+    d = next((d for d in case.gold_docs if d["doc_id"] in {c.doc_id for _, c in case.gold_chunks}), None)
+    pairs = dict(case.trace.scope)
+    for key, value in pairs.items():
+        if d is not None and not Scope.parse({key: value}).matches(d["doc_id"], d["path"], d["record_key"],
+                                                                  d["mtime"], d["tags"]):
+            fixes = []
+            if key not in ("from", "to", "path", "doc"):  # a tag, not a date or a path
+                fixes.append(Fix(f"tag {d['path']} {key}={value}", retag={d["doc_id"]: {**d["tags"], key: value}}))
+            rest = {k: v for k, v in pairs.items() if k != key}
+            fixes.append(Fix(f"ask without --scope {key}={value}", request={"scope": rest}))
+            return tuple(fixes)
+    return ()
+
+
 def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
     after = case.state_after("scope") if case.trace.span("scope") else None
     for e in after.excluded if after else ():
@@ -145,13 +183,16 @@ def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
     gold_docs = {c.doc_id for _, c in case.gold_chunks}
     if cap and sum(p.chunk.doc_id in gold_docs for p in case.passages()) >= cap:
         return fault(f"the gold chunk (rank {rank}) was dropped by the per-document cap {cap}",
-                     "raise or remove the per-document cap (max_per_doc)", rank=rank)
+                     "raise or remove the per-document cap (max_per_doc)",
+                     Fix("no per-document cap", request={"max_per_doc": 0}), rank=rank)
     if rank <= k:
         moved = case.trace.span("scope").output.reordered_by_authority if after else None
         return fault(f"the gold chunk was retrieved at rank {rank} but left out of the context"
                      + (" after authority reordering" if moved else " (its document may have been deleted)"),
                      "check the authority policy (authority_tag / authority_boost) or re-ingest the document",
-                     rank=rank, context_k=k)
+                     Fix("no authority boost", settings={"authority_boost": 0.0}), rank=rank, context_k=k)
     return fault(f"the gold chunk was retrieved at rank {rank} but only {k} passages reach the context",
                  f"gold chunk ranked {rank} > context_k {k}: raise context_k to {rank} or enable rerank",
+                 Fix(f"keep {rank} passages (context_k)", settings={"context_k": rank}, request={"context_k": rank}),
+                 Fix("rerank with the judge", settings={"rerank": True}, request={"rerank": True}),
                  rank=rank, context_k=k)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ragclinic.debugger.base import Case, LayerReport, around, fault, locate_any, not_reached, ok
+from ragclinic.debugger.base import Fix, Case, LayerReport, around, fault, locate_any, not_reached, ok
 from ragclinic.debugger.raw import raw_text
 from ragclinic.text.support import content_terms
 from ragclinic.types import Chunk, Hit
@@ -104,7 +104,10 @@ def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str])
                              f"parser joins '{left.strip()}-' + '{right.strip()}'{where}: a line-break hyphen was "
                              f"taken for a typesetting break; enable the hyphen-keep rule for it — keep_hyphens = "
                              f"[\"{compound}\"] in the knowledge base's settings.toml — and re-ingest with "
-                             f"`ragclinic ingest {d['path']} --reparse`", compound=compound, **evidence)
+                             f"`ragclinic ingest {d['path']} --reparse`",
+                             Fix(f"keep the hyphen in {compound!r} (keep_hyphens) and re-parse {d['path']}",
+                                 settings={"keep_hyphens": sorted({*case.kb.settings.keep_hyphens, compound})},
+                                 reparse=(d["path"],)), compound=compound, **evidence)
             return fault(f"the parser turns '{raw_form}' into '{parsed_form}'{where}",
                          f"the parser alters '{raw_form}'{where}: check `ragclinic kb report {d['doc_id']}` "
                          "(garbling, keyword retention) and re-ingest a cleaner export", **evidence)
@@ -150,7 +153,7 @@ def probe_chunk(case: Case) -> LayerReport:
                 f"the answer is split between chunks {a.ordinal}/{b.ordinal} of {d['doc_id']}",
                 f"answer sentence split between chunks {a.ordinal}/{b.ordinal}: raise chunk_max_tokens (now "
                 f"{case.kb.settings.chunk_max_tokens}) or overlap_max_tokens (now "
-                f"{case.kb.settings.overlap_max_tokens}) and re-ingest",
+                f"{case.kb.settings.overlap_max_tokens}) and re-ingest", *_rechunk(case.kb.settings),
                 doc_id=d["doc_id"], boundary=f"…{a.text[-60:]}⟦|⟧{b.text[:60]}…".replace("\n", "⏎"),
                 chunks=[a.id, b.id]))
             case.gold_chunks.extend(cut[:2])
@@ -164,6 +167,18 @@ def probe_chunk(case: Case) -> LayerReport:
         return ok(f"chunk {first.ordinal} of {first.doc_id} {how} the answer", chunks=[c.id for _, c in case.gold_chunks],
                   text=first.text[:200])
     return reports[0] if reports else not_reached("the gold document has no chunks")
+
+
+def _rechunk(s) -> tuple[Fix, ...]:
+    """Larger chunks with more overlap, then the overlap alone: each a knowledge base rebuilt from the sources."""
+    size = min(500, max(s.chunk_max_tokens * 2, 2 * s.chunk_min_tokens + 1))
+    overlap = min(size // 2 - 1, max(s.overlap_max_tokens * 2, 32))  # below half a chunk, as the settings need
+    fixes = [Fix(f"re-chunk with chunk_max_tokens {size} and overlap_max_tokens {overlap}",
+                 kb_settings={"chunk_max_tokens": size, "overlap_max_tokens": overlap})]
+    alone = min(overlap, s.chunk_max_tokens // 2 - 1)
+    if alone > s.overlap_max_tokens:
+        fixes.append(Fix(f"re-chunk with overlap_max_tokens {alone}", kb_settings={"overlap_max_tokens": alone}))
+    return tuple(fixes)
 
 
 def _chunks(db, doc_id: str) -> list[tuple[int, Chunk]]:
