@@ -86,6 +86,8 @@ class DiagnoseBody(BaseModel):
     gold_doc: str | None = Field(None, max_length=1000)
     expect_refusal: bool = False
     scope: Scope | None = None
+    apply: bool = False  # carry the fix out on a copy and re-ask (the answer gains "applied"; keeping is the CLI's)
+    others: int = Field(20, ge=0, le=200)  # with apply: recent questions re-asked for side effects
 
 
 class FeedbackBody(BaseModel):
@@ -295,7 +297,7 @@ def diagnose(body: DiagnoseBody, request: Request, who: Principal = Caller) -> d
         raise ApiError(422, "invalid_request", "give one of question or trace_id")
     with state(request).pool.reader() as clinic:
         d = clinic.diagnose(body.question, tuple(body.expected), body.trace_id, body.gold_doc,
-                            expect_refusal=body.expect_refusal, scope=body.scope)
+                            expect_refusal=body.expect_refusal, scope=body.scope, apply=body.apply, others=body.others)
     return d.to_json()
 
 

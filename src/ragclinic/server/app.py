@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import api, errors, openai_api, ui, ui_health
+from ragclinic.server import api, errors, openai_api, ui, ui_diagnose, ui_health
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
 from ragclinic.server.guard import BrowserGuard
@@ -89,6 +89,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.include_router(api.router)
     app.include_router(openai_api.router)
     ui.install(app)
+    app.include_router(ui_diagnose.router)  # the trace page's diagnose panel
     app.include_router(ui_health.router)  # the health page (admin keys)
     _install_docs(app)
     # outermost: a request for another host, or from another origin, is refused before anything reads it

@@ -291,20 +291,6 @@ def compare_page(request: Request, a: str = "", b: str = ""):
     return page(request, "compare.html", "traces", caller, sides=sides, a_id=a, b_id=b)
 
 
-@router.post("/ui/diagnose")
-def diagnose_fragment(request: Request, trace_id: str = Form(...), expected: str = Form(""),
-                      gold_doc: str = Form(""), expect_refusal: str = Form("")):
-    caller = who(request)
-    if caller.tenant:
-        raise ApiError(403, "forbidden", "diagnose reads the whole knowledge base: it needs a key without a tenant")
-    if not (expected.strip() or gold_doc.strip() or expect_refusal):
-        return HTMLResponse('<p class="warn small">say what is right: the answer, the document, or "should refuse"</p>')
-    with state(request).pool.reader() as clinic:
-        d = clinic.diagnose(None, expected.strip() or None, trace_id, gold_doc.strip() or None,
-                            expect_refusal=bool(expect_refusal))
-    return templates.TemplateResponse(request, "_diagnosis.html", {"d": d})
-
-
 @router.post("/ui/rerun")
 def rerun_fragment(request: Request, trace_id: str = Form(...), layer: str = Form(...)):
     caller = who(request)
