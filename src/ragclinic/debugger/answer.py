@@ -124,7 +124,7 @@ def probe_generate(case: Case) -> LayerReport:
 
 def _generate_fixes(case: Case, gold_n: int | None) -> tuple[Fix, ...]:
     """The prompt as standard, the other answer prompt wording, then fewer passages around the gold one."""
-    req, s = case.request, case.kb.settings
+    req, s = case.request, case.pipeline.settings  # the run's settings (a caller may have changed the KB's)
     fixes = [Fix("the standard answer prompt", request={"prompt_variant": 0})] if req.prompt_variant else []
     other = 1 if s.answer_prompt == 2 else 2
     fixes.append(Fix(f"answer prompt {other}", settings={"answer_prompt": other}))

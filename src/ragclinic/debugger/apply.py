@@ -114,7 +114,7 @@ class _Variant:
             self.parts = self._changed_copy()
             self.pipe = wiring.pipeline(self.parts.kb, self.base.lm, settings=self.parts.kb.settings)
         else:
-            settings = self.kb.settings.model_copy(update=self.fix.settings)
+            settings = self.base.settings.model_copy(update=self.fix.settings)  # the diagnosed run's, changed
             self.pipe = wiring.pipeline(self.kb, self.base.lm, settings=settings)
 
     def close(self) -> None:
@@ -128,7 +128,7 @@ class _Variant:
     def _changed_copy(self) -> wiring.Parts:
         fix, src = self.fix, self.kb
         if fix.kb_settings:  # settings that define the knowledge base: rebuilt from the sources, tags kept
-            settings = Settings.load(self.copy, **{**_query_settings(src.settings), **fix.settings,
+            settings = Settings.load(self.copy, **{**_query_settings(self.base.settings), **fix.settings,
                                                    **fix.kb_settings})
             parts = wiring.Parts(settings, model=self.base.lm)
             for tags, paths in _paths_by_tags(src.db).items():
@@ -137,7 +137,7 @@ class _Variant:
         snapshot(src.folder, self.copy)
         if fix.settings:
             write_settings_file(self.copy / "settings.toml", fix.settings)
-        parts = wiring.Parts(Settings.load(self.copy, **{**_query_settings(src.settings), **fix.settings}),
+        parts = wiring.Parts(Settings.load(self.copy, **{**_query_settings(self.base.settings), **fix.settings}),
                              model=self.base.lm)
         kb = parts.kb_for_writing()
         if fix.retag:
@@ -259,6 +259,6 @@ def _paths_by_tags(db) -> dict[tuple, list[str]]:
 
 
 def _query_settings(s: Settings) -> dict[str, Any]:
-    """The original's settings as its runs use them (whatever set them: file, environment or caller), for a copy;
-    not its folder."""
+    """The settings the diagnosed runs used (whatever set them: file, environment, caller), for a copy; not the
+    folder."""
     return {k: getattr(s, k) for k in type(s).model_fields if k != "kb"}

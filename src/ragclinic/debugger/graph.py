@@ -66,7 +66,8 @@ def probe_graph(case: Case) -> LayerReport | None:
 
 
 def _more_communities(case: Case) -> Fix:
-    k = min(30, case.kb.settings.graph_communities_k * 2)
+    k = min(30, max(case.pipeline.settings.graph_communities_k * 2, type(case.kb.settings).model_fields[
+        "graph_communities_k"].default))
     return Fix(f"map {k} communities (graph_communities_k)", settings={"graph_communities_k": k})
 
 

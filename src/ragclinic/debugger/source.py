@@ -170,14 +170,17 @@ def probe_chunk(case: Case) -> LayerReport:
 
 
 def _rechunk(s) -> tuple[Fix, ...]:
-    """Larger chunks with more overlap, then the overlap alone: each a knowledge base rebuilt from the sources."""
+    """Larger chunks with more overlap; then, for chunks smaller than the defaults, the default sizes: each a
+    knowledge base rebuilt from the sources."""
     size = min(500, max(s.chunk_max_tokens * 2, 2 * s.chunk_min_tokens + 1))
     overlap = min(size // 2 - 1, max(s.overlap_max_tokens * 2, 32))  # below half a chunk, as the settings need
     fixes = [Fix(f"re-chunk with chunk_max_tokens {size} and overlap_max_tokens {overlap}",
                  kb_settings={"chunk_max_tokens": size, "overlap_max_tokens": overlap})]
-    alone = min(overlap, s.chunk_max_tokens // 2 - 1)
-    if alone > s.overlap_max_tokens:
-        fixes.append(Fix(f"re-chunk with overlap_max_tokens {alone}", kb_settings={"overlap_max_tokens": alone}))
+    defaults = {k: type(s).model_fields[k].default for k in ("chunk_max_tokens", "chunk_min_tokens",
+                                                             "overlap_min_tokens", "overlap_max_tokens")}
+    if s.chunk_max_tokens < defaults["chunk_max_tokens"] and size != defaults["chunk_max_tokens"]:
+        fixes.append(Fix(f"re-chunk with the default sizes (chunk_max_tokens {defaults['chunk_max_tokens']}, "
+                         f"overlap_max_tokens {defaults['overlap_max_tokens']})", kb_settings=defaults))
     return tuple(fixes)
 
 
