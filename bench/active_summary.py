@@ -22,6 +22,11 @@ KEYS = ("accuracy", "refusal_accuracy", "over_refusal", "hallucination_rate", "c
         "p50_ttft_ms", "lm_calls_per_item")
 
 
+def _right(row: dict, arm: dict) -> bool:
+    """An arm's answer is right: the expected answer for an answerable item, a refusal for an unanswerable one."""
+    return bool(arm["refused"]) if row["expect_refusal"] else bool(arm["correct"])
+
+
 def summary(run: Path) -> dict:
     res = json.loads((run / "results.json").read_text(encoding="utf-8"))
     rows = [json.loads(x) for x in (run / "items.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -43,8 +48,8 @@ def summary(run: Path) -> dict:
             kept += 1
             if act["answer"] != base["answer"]:
                 changed += 1
-                fixed += act["correct"] and not base["correct"]
-                broke += base["correct"] and not act["correct"]
+                fixed += _right(r, act) and not _right(r, base)
+                broke += _right(r, base) and not _right(r, act)
     for kb in kbs.values():
         kb.close()
     answered = sum(1 for r in rows if r.get("active"))

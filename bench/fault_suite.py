@@ -13,15 +13,15 @@ put in on purpose:
 - retrieve: the other documents repeat the question (the gold one keeps its words), top_k and context_k 2;
 - scope: the gold document is version 1 of a handbook whose version 2 (another document, same title) lacks the
   answer: the newest-version policy hides it;
-- gate: a threshold (0.97) that refuses anything short of the question's every word;
+- gate: an evidence threshold (the verifier's probability 1.0) that no passage reaches;
 - generate: a model that drops the answer under the knowledge base's answer prompt (wording 1) and gives it under
   the other (the scripted stand-in for "a prompt variant that drops numbers");
 - graph: the graph world of the tests (three cases: an entity the fast extractor did not make, two entities it never
   related, a community the map step did not take).
 A case counts only if the clean knowledge base answers right and the faulted one does not. Then `diagnose` names a
 layer (localisation) and `diagnose --apply` tries that layer's fixes on a copy (fix success: the answer right after
-it; side effects: the case's other questions asked both ways). Extractive answers and the lexical judge (no language
-model) except the scripted generate case: deterministic.
+it; side effects: the case's other questions asked both ways). Extractive answers and the learned verifier (no
+language model) except the scripted generate case: deterministic.
 """
 
 from __future__ import annotations
@@ -116,13 +116,13 @@ def cases_for(it: dict, distractors: list[str], work: Path):
         clean.close()
         yield "discard", "clean answer wrong", None, None, None
         return
-    # gate: a threshold that refuses short of every word of the question
-    yield "gate", Pipeline(clean, settings=clean.settings.model_copy(update={"gate_threshold_lexical": 0.97})), \
+    # gate: an evidence threshold no passage reaches (the verifier's probability 1.0)
+    yield "gate", Pipeline(clean, settings=clean.settings.model_copy(update={"gate_threshold_judge": 1.0})), \
         None, expect, None
     # generate: the knowledge base's answer prompt (wording 1) makes the model drop the answer
     lm = ScriptedLanguageModel([_prompt_sensitive(it["answer"])], yes_prob=0.9)
-    yield "generate", Pipeline(clean, lm=lm, settings=clean.settings.model_copy(
-        update={"judge": "lexical", "answer_prompt": 1})), None, expect, clean
+    yield "generate", Pipeline(clean, lm=lm, settings=clean.settings.model_copy(update={"answer_prompt": 1})), None, \
+        expect, clean  # the judge stays the learned verifier (no model call): only the generator changes
     # parse: a PDF whose text layer lacks the answer
     root = work / "parse"
     kb = build(root, docs)

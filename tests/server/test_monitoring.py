@@ -100,3 +100,17 @@ def test_the_health_page_shows_the_windows_and_a_plot_to_admins_only(served):
     assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
     assert served.get("/health", headers=auth(ACME)).status_code == 403
     assert served.get("/health/plot.png", headers=auth(ACME)).status_code == 403
+
+
+def test_a_health_reading_that_fails_leaves_the_other_metrics_served():
+    from prometheus_client import generate_latest
+
+    m = Metrics()
+
+    def broken():
+        raise RuntimeError("database is locked")
+
+    m.watch_health(broken)
+    m.answers.labels("answered").inc()
+    text = generate_latest(m.registry).decode()
+    assert 'ragclinic_answers_total{outcome="answered"} 1.0' in text and "ragclinic_kb_" not in text

@@ -108,3 +108,13 @@ def test_kb_health_cli_json_and_sparklines(kb):
     assert text.exit_code == 0, text.output
     assert "hit rate" in text.output and "top-1 relevance" in text.output and "no drift" in text.output
     assert any(ch in text.output for ch in "▁▂▃▄▅▆▇█")
+
+
+def test_a_baseline_of_zero_gives_no_infinity_in_the_json():
+    cur = {"questions": 50, "scored": 50, "hit_rate": 0.9, "top1_relevance": 0.6, "top1_sd": 0.0, "top1_n": 50,
+           "refusal_rate": 0.2, "symptoms": {}}
+    base = {**cur, "questions": 300, "scored": 300, "top1_n": 300, "refusal_rate": 0.0, "top1_relevance": 0.5}
+    checks = {c["metric"]: c for c in drift(cur, base)}
+    assert checks["refusal_rate"]["change"] is None and checks["refusal_rate"]["alert"]
+    assert checks["top1_relevance"]["z"] is None  # no spread in either window: an infinite score, not exported
+    json.dumps(checks, allow_nan=False)

@@ -259,7 +259,11 @@ class Clinic:
         if self.kb.db.version != trace.kb_version and QUERY_LAYERS.index(layer) < QUERY_LAYERS.index("generate"):
             layer = "generate"
         pipe = wiring.pipeline(self.kb, settings=_recorded_settings(self.settings, trace))
-        state, _ = pipe.run(start_of(trace, layer), layer, frozen=trace.model_calls, save=False,
+        start = start_of(trace, layer)
+        if layer == "generate" and (gen := trace.span("generate")) is not None and gen.output.passages is not None \
+                and (gen.output.active or {}).get("decision"):  # active retrieval's second search gave the answer
+            start = replace(start, passages=gen.output.passages, decision=trace.state_after("generate").decision)
+        state, _ = pipe.run(start, layer, frozen=trace.model_calls, save=False,
                             debug_round_id=trace.debug_round_id, crashes=recorded_crashes(trace))
         return replace(state.answer, trace_id=trace.id, model_calls=0)
 

@@ -173,11 +173,11 @@ class Pipeline:
                 raise LayerError(layer, e) from e
             spans.append(Span(layer, "ok", _ms(t_start, t0), _ms(t0, time.perf_counter()), input_for(layer, state),
                               out))
+            if on_span is not None:
+                on_span(spans[-1], state)
             if (looked := getattr(out, "active", None)) is not None:  # active retrieval's own span (generate/active.py)
                 spans.append(Span(ACTIVE, "ok", _ms(t_start, t0), looked.get("ms", 0.0),
                                   {"threshold": looked["threshold"]}, looked))
-            if on_span is not None:
-                on_span(spans[-1], state)
         return self._finish(state, spans, tape, from_layer, debug_round_id, parent, change, save)
 
     # ------------------------------------------------------------------ helpers

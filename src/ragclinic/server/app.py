@@ -41,7 +41,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
         if not (settings.kb / "kb.sqlite3").exists():  # nothing ingested yet: no questions either
             return {"current": health_stats([]), "baseline": health_stats([])}
         with pool.searcher() as c:
-            return c.health()
+            return c.health(days=8)  # the gauges need the 24 h window and the 7-day baseline only
 
     metrics.watch_health(kb_health)
 

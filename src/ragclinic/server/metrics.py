@@ -3,6 +3,7 @@ base's health gauges (``ragclinic_kb_*``) read from its traces when scraped."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client import CONTENT_TYPE_LATEST  # noqa: F401  (re-exported for the route)
 
+log = logging.getLogger("ragclinic.server.metrics")
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
 
 
@@ -77,14 +79,22 @@ class HealthCollector:
     def describe(self):
         return []  # not read at registration: the traces are read only when scraped
 
-    def _health(self) -> dict:
+    def _health(self) -> dict | None:
+        """The health (cached ``ttl``); the last one read, or None, when reading fails — the other metrics are
+        still served (a locked or damaged trace store must not take /metrics down)."""
         with self._lock:
             if self._cached is None or time.monotonic() - self._at > self.ttl:
-                self._cached, self._at = self.source(), time.monotonic()
+                try:
+                    self._cached = self.source()
+                except Exception:  # noqa: BLE001 - logged; the scrape goes on without fresh health gauges
+                    log.exception("the knowledge base's health could not be read for /metrics")
+                self._at = time.monotonic()
             return self._cached
 
     def collect(self):
         h = self._health()
+        if h is None:
+            return
         windows = {"current": h["current"], "baseline": h["baseline"]}
         questions = GaugeMetricFamily("ragclinic_kb_questions", "Questions asked in the window", labels=["window"])
         for w, st in windows.items():
@@ -112,6 +122,8 @@ class HealthCollector:
         zs = GaugeMetricFamily("ragclinic_kb_symptom_zscore", "Standard errors between the current window's "
                                "symptom rate and the baseline's", labels=["symptom"])
         for c in h.get("drift", ()):
+            if c.get("z") is None:  # an infinite score (nothing varied in either window) is not exported
+                continue
             if c["metric"].startswith("symptom:"):
                 zs.add_metric([c["metric"].split(":", 1)[1]], c["z"])
             else:

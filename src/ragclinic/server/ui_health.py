@@ -5,6 +5,7 @@ Admin keys only: it counts every tenant's questions (as /metrics does)."""
 from __future__ import annotations
 
 import io
+import time
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -14,6 +15,8 @@ from ragclinic.server.errors import ApiError
 from ragclinic.server.ui import page, who
 
 router = APIRouter(include_in_schema=False)
+TTL = 60  # seconds a reading of the traces serves the page and its plot
+_CACHE: dict = {}
 ROWS = (("answer_rate", "answer rate"), ("refusal_rate", "refusal rate"), ("hit_rate", "hit rate"),
         ("top1_relevance", "top-1 relevance"), ("helpful_ratio", "helpful"), ("p50_ms", "p50 ms"),
         ("p95_ms", "p95 ms"))
@@ -30,8 +33,11 @@ def _health(request: Request) -> dict:
 
         return {"current": stats([]), "baseline": stats([]), "drift": [], "alerts": [], "by_day": [],
                 "by_version": [], "window_hours": 24.0, "baseline_days": 7.0, "days": 30.0}
-    with rc.pool.searcher() as c:
-        return c.health()
+    key = (str(rc.settings.kb), int(time.time() // TTL))  # the page and its plot read the traces once a minute
+    if _CACHE.get("key") != key:
+        with rc.pool.searcher() as c:
+            _CACHE.update(key=key, health=c.health())
+    return _CACHE["health"]
 
 
 @router.get("/health")

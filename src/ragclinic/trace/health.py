@@ -117,9 +117,9 @@ def drift(current: dict[str, Any], baseline: dict[str, Any], threshold: float = 
         a, b = current.get(k), baseline.get(k)
         if a is None or b is None:
             continue
-        change = (a - b) / b if b else (0.0 if a == 0 else float("inf"))
+        change = (a - b) / b if b else (0.0 if a == 0 else math.inf)
         z = zscore(k, current, baseline)
-        out.append({"metric": k, "current": a, "baseline": b, "change": round(change, 4), "z": round(z, 2),
+        out.append({"metric": k, "current": a, "baseline": b, "change": _finite(change, 4), "z": _finite(z, 2),
                     "alert": enough and abs(change) > threshold and abs(z) >= Z})
     n1, n2 = current.get("questions", 0), baseline.get("questions", 0)
     for name, rate in (current.get("symptoms") or {}).items():
@@ -127,7 +127,7 @@ def drift(current: dict[str, Any], baseline: dict[str, Any], threshold: float = 
         z = _two_proportions(rate, n1, base, n2)
         spike = enough and rate >= SPIKE_MIN and rate >= SPIKE * base and z >= Z
         out.append({"metric": f"symptom:{name}", "current": rate, "baseline": base,
-                    "change": round((rate - base) / base, 4) if base else None, "z": round(z, 2), "alert": spike})
+                    "change": round((rate - base) / base, 4) if base else None, "z": _finite(z, 2), "alert": spike})
     return out
 
 
@@ -174,6 +174,11 @@ def health(db: Database, *, window_hours: float = 24.0, baseline_days: float = 7
             "alerts": [c for c in checks if c["alert"]],
             "by_day": [{"day": d, **stats(v)} for d, v in sorted(per_day.items())],
             "by_version": [{"kb_version": k, **stats(v)} for k, v in sorted(per_version.items())]}
+
+
+def _finite(x: float, digits: int) -> float | None:
+    """``x`` rounded, None where it is infinite (JSON has no Infinity): a change from a baseline of 0."""
+    return round(x, digits) if math.isfinite(x) else None
 
 
 def _share(k: int, n: int) -> float | None:

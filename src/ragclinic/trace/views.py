@@ -105,7 +105,9 @@ class GenerateOutput:
         """The answer; and the passages it cites from, when this layer replaced them (the tools path, an active
         retrieval that kept its second answer)."""
         if self.passages is not None:
-            return replace(state, answer=self.answer, passages=self.passages)
+            decided = (self.active or {}).get("decision")  # active retrieval's second gate decided the answer
+            return replace(state, answer=self.answer, passages=self.passages,
+                           decision=GateDecision(**decided) if decided else state.decision)
         return replace(state, answer=self.answer)
 
 

@@ -120,4 +120,41 @@ def test_a_chinese_claim_masks_only_its_uncertain_characters():
     start = raw.index("埃")
     marks = tuple((start + i, math.log(0.1 if ch in "18" else 0.9)) for i, ch in enumerate("埃菲尔铁塔建于1889年"))
     (c,) = claim_confidence(raw, marks, 0.5)
-    assert c.lowest == pytest.approx(0.1) and c.masked == "埃菲尔铁塔建于"  # 1889 is one word: masked whole
+    assert c.lowest == pytest.approx(0.1) and c.masked == "埃菲尔铁塔建于 年"  # 1889 masked whole, 年 kept
+
+
+def test_a_rerun_from_the_gate_keeps_the_context_it_was_given(kb):
+    """The debugger's and the doctor's re-runs change the context on purpose: no second search undoes it."""
+    lm = ScriptedLanguageModel([GUESS], rules=[("Ada Brunel", FOUND)], yes_prob=0.9, token_prob=_unsure_of("Smith"))
+    pipe = Pipeline(kb, lm=lm)
+    _, trace = pipe.ask(Q)
+    again, run = pipe.rerun(trace, "gate")
+    assert run.span(ACTIVE) is None and "Ada Brunel" not in again.answer.text
+
+
+def test_a_replay_after_an_ingest_starts_from_the_passages_the_answer_was_written_from(tmp_path):
+    from ragclinic import Clinic
+
+    lm = ScriptedLanguageModel([GUESS], rules=[("Ada Brunel", FOUND)], yes_prob=0.9, token_prob=_unsure_of("Smith"))
+    kb = build_kb(tmp_path, DOCS, active_retrieval=0.5, top_k=1, context_k=1)
+    kb.close()
+    with Clinic.open(tmp_path / "kb", model=lm, embedder="fake", judge="llm", cache_dir=tmp_path / "cache",
+                     active_retrieval=0.5, top_k=1, context_k=1) as c:
+        a = c.ask(Q, doctor=False)
+        assert a.text == "Ada Brunel drew the steel arch [1]."
+        trace = c.trace(a.trace_id)
+        assert trace.state_after("generate").decision.route == "answer"
+        (tmp_path / "docs" / "d.md").write_text("# Tolls\n\nThe bridge toll is two euros.\n", encoding="utf-8")
+        c.ingest(tmp_path / "docs")
+        assert c.kb.db.version != trace.kb_version
+        again = c.replay(a.trace_id)
+        assert again.text == a.text and again.model_calls == 0
+
+
+def test_a_chinese_claim_never_widens_a_mask_over_its_characters():
+    raw = '{"status": "answered", "answer": "铁塔建于1889年由埃菲尔设计", "evidence": [1]}'
+    start = raw.index("铁")
+    text = "铁塔建于1889年由埃菲尔设计"
+    marks = tuple((start + i, math.log(0.1 if i == 4 else 0.9)) for i in range(len(text)))
+    (c,) = claim_confidence(raw, marks, 0.5)
+    assert c.masked == "铁塔建于 年由埃菲尔设计"  # the number goes (a whole word), the characters around it stay

@@ -101,7 +101,7 @@ def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token, active:
     check_request(parts.settings, question, None)
     pipe = parts.pipeline
     if pipe.settings.active_retrieval != active:
-        pipe = wiring.pipeline(parts.kb, parts.lm, settings=pipe.settings.model_copy(
+        pipe = wiring.pipeline(parts.kb, parts.lm, parts.model_flags, settings=pipe.settings.model_copy(
             update={"active_retrieval": active}))
     if doctor:
         result = Doctor(pipe).ask(question, {}, on_token=on_token)
@@ -207,7 +207,8 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
         if kb_root is not None and case.documents:
             where = kb_root / case_dir(case.key + ("|active" if active else ""))
             shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
-        parts = (_item_parts(where, case.documents, base_settings, lm) if case.documents else
+        plain = {k: v for k, v in base_settings.items() if k != "active_retrieval"}  # set per arm (_consult)
+        parts = (_item_parts(where, case.documents, plain, lm) if case.documents else
                  wiring.Parts(shared_kb.settings, model=lm, kb=shared_kb))
         try:
             t0 = time.perf_counter()

@@ -10,8 +10,10 @@ as any hits do, and the answer is generated again from the passages they give. T
 no less confident than the first (its least certain token no less likely) and does not decline where the first
 answered; either way the user is shown only the answer kept. What happened is the run's ``active_retrieval`` span.
 
-A backend that reports no log-probabilities (a server without ``logprobs``, the extractive generator) answers as
-before: nothing is held back, nothing is looked up.
+A backend that reports no log-probabilities (a server without ``logprobs``) is held back and looks nothing up; the
+extractive generator, and a re-run that starts after retrieve (its context was changed on purpose), are not
+touched. A kept second answer's passages and gate decision are the generate span's output (GenerateOutput), so the
+trace's state after generate is the one the answer was written from, and a replay from generate starts there.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.types import AskState
@@ -27,7 +29,7 @@ from ragclinic.types import AskState
 CALIBRATED = 0.4  # the threshold chosen on dev data (bench/RESULTS.md, "Issue 37: active retrieval"); the eval's arm
 MAX_QUERIES = 3  # uncertain claims looked up in one answer (FLARE: one retrieval per sentence)
 _VALUE = re.compile(r'"(?:answer|text)"\s*:\s*"((?:[^"\\]|\\.)*)"', re.S)  # a claim's value in the JSON reply
-_WORD = re.compile(r"[A-Za-z0-9][\w'.-]*")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'.-]*")  # a word-spaced language's word (CJK has none to widen to)
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,11 @@ def _masked(raw: str, lo: int, hi: int, low: list[tuple[int, int]]) -> str:
 
 
 def wanted(ctx) -> bool:
-    """Active retrieval applies to this run: the setting is on and the generator is the language model's."""
-    return ctx.settings.active_retrieval > 0 and getattr(ctx.generator, "name", "") == "llm" and ctx.lm is not None
+    """Active retrieval applies to this run: the setting is on, the generator is the language model's, and the run
+    started at retrieve — a re-run from the gate or generate carries a context changed on purpose (the debugger's
+    gold passage, a doctor's treatment) that a new search would undo."""
+    return (ctx.settings.active_retrieval > 0 and getattr(ctx.generator, "name", "") == "llm" and ctx.lm is not None
+            and ctx.retriever is not None)
 
 
 def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[AskState, dict | None]:
@@ -107,9 +112,9 @@ def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[A
     record.update(second_lowest=min((c.lowest for c in second.confidence), default=None),
                   second_status=second.status, ms=_ms(t0))
     if better:
-        record["kept"] = "second"
+        record.update(kept="second", decision=asdict(found.decision))  # what a replay from generate starts from
         return found, record
-    drafts.append(first)  # the first draft stands: it is the last again, for the checks that read it
+    drafts.append(drafts.pop(-2))  # the first draft stands: it is the last again, for the checks that read it
     record.update(kept="first", why="the second answer was no more confident" if second.status == "answered"
                   else "the second answer declined")
     return state, record
