@@ -20,7 +20,8 @@ put in on purpose:
   related, a community the map step did not take).
 A case counts only if the clean knowledge base answers right and the faulted one does not. Then `diagnose` names a
 layer (localisation) and `diagnose --apply` tries that layer's fixes on a copy (fix success: the answer right after
-it; side effects: the case's other questions asked both ways). Extractive answers and the learned verifier (no
+it; side effects: three other items' questions — their documents are in the case's knowledge base — asked without
+and with the fix and scored against their answers). Extractive answers and the learned verifier (no
 language model) except the scripted generate case: deterministic.
 """
 
@@ -40,14 +41,22 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from debugger_fault_bench import build, items, sentences, _right  # noqa: E402
+from debugger_fault_bench import build, items  # noqa: E402
 from ragclinic.debugger import Debugger, Expectation  # noqa: E402
 from ragclinic.debugger.base import locate  # noqa: E402
 from ragclinic.models.fake_llm import ScriptedLanguageModel  # noqa: E402
 from ragclinic.pipeline.generate.prompt import YES_NO_WORDING  # noqa: E402
 from ragclinic.pipeline.runner import Pipeline  # noqa: E402
+from ragclinic.text.answers import answer_correct  # noqa: E402
 
 LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate", "graph")
+
+
+def _right(pipe: Pipeline, it: dict, scope=None, refuse=False) -> bool:
+    """The item's question asked and not saved (saved traces would be the side-effect questions)."""
+    state, _ = pipe.ask(it["question"], scope, save=False)
+    a = state.answer
+    return a.refused if refuse else (not a.refused and answer_correct(a.text, ((it["answer"],),)))
 
 
 def held_out(lang: str, n: int) -> list[dict]:
@@ -187,14 +196,17 @@ def graph_cases(work: Path):
         yield "graph", c, question, Expectation(((answer,),))
 
 
-def run(per_language: int, out_path: Path, others: int) -> dict:
+def run(per_language: int, out_path: Path) -> dict:
     rows, discards = [], Counter()
     t0 = time.perf_counter()
     for lang in ("en", "zh"):
         pool = held_out(lang, per_language)
         chosen, rest = pool[:per_language], pool[per_language:]
         for k, it in enumerate(chosen):
-            distractors = [o["doc"] for o in rest[k * 6 % max(1, len(rest) - 6):][:6]]
+            neighbours = rest[k * 6 % max(1, len(rest) - 6):][:6]
+            distractors = [o["doc"] for o in neighbours]
+            # side effects: three other items' questions, whose documents are in every case's knowledge base
+            others_set = [(o["question"], Expectation(((o["answer"],),))) for o in neighbours[1:4]]
             with tempfile.TemporaryDirectory() as d:
                 for layer, pipe, scope, expect, kb in cases_for(it, distractors, Path(d)):
                     if layer == "discard":
@@ -203,7 +215,7 @@ def run(per_language: int, out_path: Path, others: int) -> dict:
                     if _right(pipe, it, scope, expect.expect_refusal):
                         discards[f"{lang} {layer}: the fault did not break the answer"] += 1
                     else:
-                        rows.append(_case(pipe, it["question"], scope, expect, layer, lang, it["id"], others))
+                        rows.append(_case(pipe, it["question"], scope, expect, layer, lang, it["id"], others_set))
                     if kb is not None:
                         kb.close()
             print(f"{lang} {k + 1}/{len(chosen)}: {len(rows)} cases, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
@@ -213,12 +225,12 @@ def run(per_language: int, out_path: Path, others: int) -> dict:
                 if expect.satisfied_by(clinic.ask(question, doctor=False).to_json()):
                     discards[f"graph: the fault did not break the answer ({question[:40]})"] += 1
                     continue
-                rows.append(_case(clinic.pipeline, question, None, expect, layer, "en", question[:30], others))
+                rows.append(_case(clinic.pipeline, question, None, expect, layer, "en", question[:30], ()))
     return summarise(rows, discards, time.perf_counter() - t0, out_path)
 
 
-def _case(pipe, question, scope, expect, layer, lang, item, others) -> dict:
-    d = Debugger(pipe).diagnose(expect, question=question, scope=scope, apply=True, others=others)
+def _case(pipe, question, scope, expect, layer, lang, item, others_set) -> dict:
+    d = Debugger(pipe).diagnose(expect, question=question, scope=scope, apply=True, others=0, eval_set=others_set)
     a = d.applied
     return {"id": item, "lang": lang, "layer": layer, "verdict": d.verdict, "suggestion": d.suggestion,
             "applied": a.verdict if a else None, "fix": next((x.fix.what for x in a.attempts if x.right), None)
@@ -259,10 +271,9 @@ def summarise(rows: list[dict], discards: Counter, seconds: float, out_path: Pat
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-language", type=int, default=10)
-    ap.add_argument("--others", type=int, default=5, help="recent questions re-asked for side effects")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "fault-suite.json")
     a = ap.parse_args()
-    s = run(a.per_language, a.out, a.others)
+    s = run(a.per_language, a.out)
     print("| layer | cases | localised | fix made the answer right (of localised) |\n|---|---|---|---|")
     for layer in LAYERS:
         if layer in s["per_layer"]:

@@ -76,18 +76,47 @@ def test_a_gate_that_refuses_is_fixed_by_its_threshold_and_keep_writes_the_setti
         fix.settings["gate_threshold_lexical"]
 
 
-def test_side_effects_on_an_evaluation_set_make_it_fixed_with_side_effects(folder):
+def test_side_effects_on_an_evaluation_set_are_scored_against_its_answers(folder):
     unanswerable = ("Who won the 1954 football world cup?", Expectation(expect_refusal=True))
+    answerable = (OTHERS[0], Expectation((("how much a bond price moves",),)))
     with _clinic(folder, gate_threshold_lexical=0.9) as c:
-        d = c.diagnose(PARAPHRASED, ["45 days"], apply=True, eval_set=[unanswerable, (OTHERS[0], Expectation(
-            (("how much a bond price moves",),)))])
-    fx = d.applied.side_effects
-    assert fx["source"] == "eval set" and fx["asked"] == 2
-    if fx["worse"]:  # a threshold low enough for this passage may answer the unanswerable question
-        assert d.applied.verdict == "fixed_with_side_effects"
+        d = c.diagnose(PARAPHRASED, ["45 days"], apply=True, keep=True, eval_set=[unanswerable, answerable])
+        fx = d.applied.side_effects
+        assert fx["source"] == "eval set" and fx["asked"] == 2
+        rows = {r["question"]: r["change"] for r in fx["rows"]}
+        assert rows[OTHERS[0]] in ("same", "better")  # answered right with or without the lower threshold
+        # the verdict follows the rows: a question that got worse makes it "with side effects", and keeps nothing
+        assert (d.applied.verdict == "fixed_with_side_effects") == (fx["worse"] > 0)
+        if fx["worse"]:
+            assert d.applied.kept.startswith("not kept")
+    if not fx["worse"]:
+        assert "gate_threshold_lexical" in read_settings_file(folder / "kb" / "settings.toml")
     else:
-        assert d.applied.verdict == "fixed"
-    assert fx["better"] + fx["worse"] <= fx["changed"]
+        assert "gate_threshold_lexical" not in read_settings_file(folder / "kb" / "settings.toml")
+
+
+def test_a_fix_whose_setting_is_out_of_range_is_an_error_that_names_it_and_writes_nothing(folder):
+    from ragclinic.debugger.apply import apply
+
+    with _clinic(folder) as c:
+        trace = c.trace(c.ask(Q, doctor=False).trace_id)
+        tried = apply(c.pipeline, trace, [Fix("keep 60 passages", settings={"context_k": 60})],
+                      Expectation((("45 days",),)), keep=True)
+        assert tried.verdict == "not_fixed" and "context_k" in tried.attempts[0].error
+    assert "context_k" not in read_settings_file(folder / "kb" / "settings.toml")
+
+
+def test_keep_carries_every_trace_and_rating_into_the_new_knowledge_base(folder):
+    from ragclinic.trace.store import add_feedback
+
+    with _clinic(folder) as c:
+        rated = c.ask(OTHERS[0], doctor=False).trace_id
+        add_feedback(c.kb.db, rated, {"rating": 1, "note": "good", "created": 0.0})
+        d = c.diagnose(Q, ["45 days"], scope={"year": "2020"}, apply=True, keep=True, others=0)
+        assert "the original is kept" in d.applied.kept
+    with _clinic(folder) as c:
+        assert c.trace(rated).feedback[0]["note"] == "good"
+        assert c.trace(d.trace_id).query == Q and c.trace(d.applied.attempts[0].trace_id)
 
 
 def test_a_fault_no_fix_repairs_is_not_fixed_and_one_without_a_fix_says_so(folder):

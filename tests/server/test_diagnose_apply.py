@@ -55,3 +55,14 @@ def test_the_trace_pages_panel_shows_the_applied_fix(client):
     assert r.status_code == 200 and 'id="applied"' in r.text and ">fixed<" in r.text and "tag " in r.text
     page = client.get(f"/traces/{asked['trace_id']}", headers=auth(ADMIN))
     assert "apply the fix on a copy" in page.text
+
+
+def test_one_fix_at_a_time_on_a_server(client):
+    from ragclinic.server import api
+
+    with api._APPLYING:  # another request is applying a fix
+        r = client.post("/v1/diagnose", json={"question": Q, "expected": ["45 days"], "scope": {"year": "2020"},
+                                              "apply": True}, headers=auth(ADMIN))
+        assert r.status_code == 409 and r.json()["error"]["code"] == "busy"
+        plain = client.post("/v1/diagnose", json={"question": Q, "expected": ["45 days"]}, headers=auth(ADMIN))
+        assert plain.status_code == 200  # diagnosing without applying is not held up

@@ -291,19 +291,21 @@ class Clinic:
     def diagnose(self, question: str | None = None, expected: str | Iterable[str] | None = None,
                  trace_id: str | None = None, gold_doc: str | None = None, *, expect_refusal: bool = False,
                  scope: dict[str, str] | None = None, expect=None, apply: bool = False, keep: bool = False,
-                 others: int = 20, eval_set=()):
+                 others: int = 20, eval_set=(), rebuild: bool = True):
         """Which layer broke the answer → ``Diagnosis`` (``.verdict``: a layer name or "none", ``.evidence``,
         ``.fix``, ``.fixes``, ``.layers``). Give ``question`` (asked now, no doctor) or ``trace_id``, and what is
         right: ``expected`` (one text or accepted alternatives), ``gold_doc`` or ``expect_refusal`` — or
         ``expect``, a ``debugger.Expectation`` (several required parts, as the eval sets have them).
         ``apply``: carry the fix out on a copy and re-ask (``.applied``: fixed, not fixed, or fixed with side
         effects on ``others`` recent questions or ``eval_set``'s (question, Expectation) pairs); ``keep``: promote
-        the fix that worked (this clinic's knowledge base is closed when a copy replaces it)."""
+        the fix that worked, when nothing got worse (this clinic's knowledge base is closed when a copy replaces
+        it); ``rebuild``: fixes that rebuild the knowledge base (chunk sizes) may run."""
         if expect is None:
             alts = (expected,) if isinstance(expected, str) else tuple(expected or ())
             expect = Expectation((alts,) if alts else (), gold_doc or "", expect_refusal)
         return Debugger(self.pipeline).diagnose(expect, question=question, scope=scope, trace_id=trace_id,
-                                                apply=apply, keep=keep, others=others, eval_set=eval_set)
+                                                apply=apply, keep=keep, others=others, eval_set=eval_set,
+                                                rebuild=rebuild)
 
 
 def _doctored(result) -> Answer:

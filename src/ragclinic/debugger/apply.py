@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,9 +29,10 @@ from typing import Any
 
 from ragclinic import wiring
 from ragclinic.config import Settings
-from ragclinic.config.settings import write_settings_file
+from ragclinic.config.settings import KB_DEFINING, read_settings_file, write_settings_file
 from ragclinic.debugger.base import Expectation, Fix
-from ragclinic.store.snapshot import snapshot
+from ragclinic.errors import RagclinicError
+from ragclinic.store.snapshot import carry, snapshot, swap
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import list_traces, load_trace, save_trace
 from ragclinic.types import Scope
@@ -66,14 +68,16 @@ class Applied:
 
 
 def apply(pipeline, trace: Trace, fixes: Sequence[Fix], expect: Expectation, *, others: int = OTHERS,
-          eval_set: Sequence[tuple[str, Expectation]] = (), keep: bool = False) -> Applied:
-    """Try ``fixes`` for ``trace``'s question until one answers it right (``expect``); then its side effects."""
+          eval_set: Sequence[tuple[str, Expectation]] = (), keep: bool = False, rebuild: bool = True) -> Applied:
+    """Try ``fixes`` for ``trace``'s question until one answers it right (``expect``); then its side effects;
+    ``keep``: promote it when nothing got worse. ``rebuild``: fixes that rebuild the knowledge base may run (the
+    server does not: a rebuild re-embeds everything)."""
     if not fixes:
         return Applied("no_fix", why="the verdict layer's suggestion cannot be carried out automatically")
     attempts: list[Attempt] = []
     for i, fix in enumerate(fixes):
         t0 = time.perf_counter()  # the copy's making counts: it is part of what the fix costs
-        variant = _Variant(pipeline, fix, f"{trace.id}-{i}")
+        variant = _Variant(pipeline, fix, f"{trace.id}-{i}", rebuild)
         try:
             variant.open()
             state, run = variant.rerun(trace)
@@ -91,7 +95,13 @@ def apply(pipeline, trace: Trace, fixes: Sequence[Fix], expect: Expectation, *, 
                 continue
             effects = variant.side_effects(trace, others, eval_set)
             verdict = "fixed_with_side_effects" if effects["worse"] else "fixed"
-            return Applied(verdict, tuple(attempts), effects, variant.keep() if keep else "")
+            kept = ""
+            if keep and verdict == "fixed":
+                kept = variant.keep()
+            elif keep:
+                kept = (f"not kept: {effects['worse']} other question(s) got worse with it (see side_effects); "
+                        "change it by hand if you still want it")
+            return Applied(verdict, tuple(attempts), effects, kept)
         finally:
             variant.close()
     return Applied("not_fixed", tuple(attempts), why="no fix made the answer right")
@@ -100,22 +110,29 @@ def apply(pipeline, trace: Trace, fixes: Sequence[Fix], expect: Expectation, *, 
 class _Variant:
     """The knowledge base with one fix: the original under a settings overlay, or a changed copy beside it."""
 
-    def __init__(self, pipeline, fix: Fix, tag: str) -> None:
-        self.base, self.fix = pipeline, fix
+    def __init__(self, pipeline, fix: Fix, tag: str, rebuild: bool = True) -> None:
+        self.base, self.fix, self.rebuild = pipeline, fix, rebuild
         self.kb = pipeline.kb
         self.copy: Path | None = None
         self.parts: wiring.Parts | None = None
-        self.tag = tag
+        self.tag = f"{tag}-{uuid.uuid4().hex[:8]}"  # two applies of one trace never share a copy
+        self.version = self.kb.db.version
 
     def open(self) -> None:
-        if self.fix.needs_copy:
-            self.copy = self.kb.folder.parent / f".{self.kb.folder.name}.fix-{self.tag}"
-            shutil.rmtree(self.copy, ignore_errors=True)
-            self.parts = self._changed_copy()
-            self.pipe = wiring.pipeline(self.parts.kb, self.base.lm, settings=self.parts.kb.settings)
-        else:
-            settings = self.base.settings.model_copy(update=self.fix.settings)  # the diagnosed run's, changed
+        settings = _validated(self.base.settings, self.fix.settings)  # the run's settings, changed and checked
+        if not self.fix.needs_copy:
             self.pipe = wiring.pipeline(self.kb, self.base.lm, settings=settings)
+            return
+        if self.fix.kb_settings and not self.rebuild:
+            raise RagclinicError("a rebuild of the knowledge base is for the command line: "
+                                 "`ragclinic diagnose ... --apply`")
+        self.copy = self.kb.folder.parent / f".{self.kb.folder.name}.fix-{self.tag}"
+        try:
+            self.parts = self._changed_copy(settings)
+        except BaseException:
+            self.close()
+            raise
+        self.pipe = wiring.pipeline(self.parts.kb, self.base.lm, settings=self.parts.kb.settings)
 
     def close(self) -> None:
         if self.parts is not None:
@@ -125,20 +142,27 @@ class _Variant:
             shutil.rmtree(self.copy, ignore_errors=True)
 
     # ------------------------------------------------------------------ the copy
-    def _changed_copy(self) -> wiring.Parts:
+    def _changed_copy(self, settings: Settings) -> wiring.Parts:
         fix, src = self.fix, self.kb
         if fix.kb_settings:  # settings that define the knowledge base: rebuilt from the sources, tags kept
-            settings = Settings.load(self.copy, **{**_query_settings(self.base.settings), **fix.settings,
-                                                   **fix.kb_settings})
-            parts = wiring.Parts(settings, model=self.base.lm)
+            parts = wiring.Parts(Settings.load(self.copy, **{**_query_settings(settings), **fix.kb_settings}),
+                                 model=self.base.lm)
+            self.parts = parts
             for tags, paths in _paths_by_tags(src.db).items():
-                parts.ingest([Path(p) for p in paths], tags=dict(tags))
+                done = parts.ingest([Path(p) for p in paths], tags=dict(tags))
+                if done.failed:
+                    raise RagclinicError(f"the rebuild could not read {len(done.failed)} file(s), e.g. "
+                                         f"{done.failed[0]}: nothing was changed")
+            have = parts.kb.db.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+            want = src.db.conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+            if have != want:
+                raise RagclinicError(f"the rebuild holds {have} documents, the knowledge base {want}: nothing was "
+                                     "changed")
             return parts
         snapshot(src.folder, self.copy)
         if fix.settings:
             write_settings_file(self.copy / "settings.toml", fix.settings)
-        parts = wiring.Parts(Settings.load(self.copy, **{**_query_settings(self.base.settings), **fix.settings}),
-                             model=self.base.lm)
+        parts = self.parts = wiring.Parts(Settings.load(self.copy, **_query_settings(settings)), model=self.base.lm)
         kb = parts.kb_for_writing()
         if fix.retag:
             with kb.db.transaction():
@@ -147,8 +171,7 @@ class _Variant:
                     if path:
                         kb.db.retag_path(path[0], tags)
         if fix.reparse:
-            by_tags = _paths_by_tags(kb.db)
-            for tags, paths in by_tags.items():
+            for tags, paths in _paths_by_tags(kb.db).items():
                 if mine := [p for p in paths if p in fix.reparse]:
                     parts.ingest([Path(p) for p in mine], tags=dict(tags), reparse=True)
         if fix.graph:
@@ -165,51 +188,71 @@ class _Variant:
         change = _request_change(self.fix.request)
         state, run = self.pipe.rerun(trace, "retrieve", change=change, admin=True)
         if self.copy is not None:  # the copy goes away: its trace is kept in the original's store
-            run = replace(run, debug_round_id=trace.debug_round_id or trace.id, parent_id=trace.id,
-                          rerun_from="retrieve")
+            run = replace(run, parent_id=trace.id, rerun_from="retrieve")
             save_trace(self.kb.db, run)
         return state, run
 
     def side_effects(self, trace: Trace, others: int, eval_set) -> dict[str, Any]:
-        """Other questions asked the original way and with the fix: how many changed, for the better or worse."""
+        """Other questions asked the original way and with the fix, now, side by side: how many changed, for the
+        better or the worse (their expected answers where an evaluation set gives them)."""
         if self.fix.request.get("scope") is not None and not self.fix.needs_copy and not self.fix.settings:
             return {"asked": 0, "changed": 0, "better": 0, "worse": 0, "rows": [],
                     "why": "the fix changes only how this question is asked"}
+        change = _request_change({k: v for k, v in self.fix.request.items() if k != "scope"})
         rows = []
         if eval_set:
-            for question, expect in eval_set:
-                before, _ = self.base.ask(question, save=False)
-                after, _ = self.pipe.ask(question, save=False)
-                rows.append(_compare(question, before.answer.to_json(), after.answer.to_json(), expect))
+            asked = [(question, expect, None) for question, expect in eval_set]
         else:
-            for meta in list_traces(self.kb.db, limit=others + 1):
-                if meta["id"] == trace.id or len(rows) >= others:
-                    continue
-                old = load_trace(self.kb.db, meta["id"])
-                new, _ = self.pipe.rerun(old, "retrieve", change=_request_change(
-                    {k: v for k, v in self.fix.request.items() if k != "scope"}), admin=True, save=False)
-                rows.append(_compare(old.query, old.final, new.answer.to_json(), None))
-        return {"asked": len(rows), "changed": sum(r["change"] != "same" for r in rows),
+            asked = [(meta["query"], None, meta["id"]) for meta in list_traces(self.kb.db, limit=others + 1)
+                     if meta["id"] != trace.id][:others]
+        for question, expect, trace_id in asked:
+            try:
+                old = load_trace(self.kb.db, trace_id) if trace_id else self.base.ask(question, save=False)[1]
+                before, _ = self.base.rerun(old, "retrieve", admin=True, save=False)
+                after, _ = self.pipe.rerun(old, "retrieve", change=change, admin=True, save=False)
+                rows.append(_compare(question, before.answer.to_json(), after.answer.to_json(), expect))
+            except Exception as e:  # noqa: BLE001 - one question that cannot run is reported, the rest go on
+                rows.append({"question": question[:200], "change": "error", "error": f"{type(e).__name__}: {e}"})
+        return {"asked": len(rows), "changed": sum(r["change"] not in ("same", "error") for r in rows),
                 "better": sum(r["change"] == "better" for r in rows), "worse": sum(r["change"] == "worse" for r in rows),
                 "source": "eval set" if eval_set else "recent questions", "rows": rows}
 
     def keep(self) -> str:
-        """Promote the fix: a copy takes the original's place (the original moved aside, kept); an overlay's
+        """Promote the fix: a changed copy takes the original's place under its write lock — nothing else has
+        changed it meanwhile, every trace and rating carried over, the original kept beside it — or an overlay's
         settings are written to the knowledge base's settings file."""
-        if self.copy is not None:
-            aside = self.kb.folder.parent / f"{self.kb.folder.name}.before-fix-{time.strftime('%Y%m%d-%H%M%S')}"
+        if self.copy is None:
+            if not self.fix.settings:
+                return "nothing to keep: the fix changes only how this question is asked"
+            write_settings_file(self.kb.folder / "settings.toml", self.fix.settings)
+            return (f"written to {self.kb.folder / 'settings.toml'}: "
+                    + ", ".join(f"{k} = {v!r}" for k, v in self.fix.settings.items()))
+        kb, folder = self.kb, self.kb.folder
+        aside = folder.parent / f"{folder.name}.before-fix-{time.strftime('%Y%m%d-%H%M%S')}-{self.tag[-8:]}"
+        kb.lock()  # another writer (an ingest, a server's) makes this fail with its error: nothing is swapped
+        try:
+            if kb.db.version != self.version:
+                raise RagclinicError(f"the knowledge base changed while the fix was tried (version {self.version} "
+                                     f"→ {kb.db.version}): nothing was kept; apply it again")
             self.parts.close()
             self.parts = None
-            self.kb.close()
-            self.kb.folder.rename(aside)
-            self.copy.rename(self.kb.folder)
+            if self.fix.kb_settings:  # a rebuild: the file's other settings too
+                kept = {k: v for k, v in read_settings_file(folder / "settings.toml").items() if k not in KB_DEFINING}
+                write_settings_file(self.copy / "settings.toml", kept)
+            carry(folder, self.copy)  # every trace, the forecast, the uploads
+            swap(folder, self.copy, aside)
             self.copy = None
-            return f"the changed copy replaced {self.kb.folder}; the original is kept at {aside}"
-        lasting = {k: v for k, v in self.fix.settings.items()}
-        if not lasting:
-            return "nothing to keep: the fix changes only how this question is asked"
-        write_settings_file(self.kb.folder / "settings.toml", lasting)
-        return f"written to {self.kb.folder / 'settings.toml'}: " + ", ".join(f"{k} = {v!r}" for k, v in lasting.items())
+        finally:
+            kb.close()  # the lock goes with the original, now beside the new one
+        return f"the changed copy replaced {folder}; the original is kept at {aside}"
+
+
+def _validated(base: Settings, update: dict[str, Any]) -> Settings:
+    """The run's settings with ``update``, checked as any settings are (a value out of range is an error naming it,
+    never written); the run's own values as they are when nothing changes."""
+    if not update:
+        return base
+    return Settings.load(base.kb, **{**_query_settings(base), **update})
 
 
 def _request_change(changes: dict[str, Any]):

@@ -68,10 +68,11 @@ class Debugger:
 
     def diagnose(self, expect: Expectation, *, question: str | None = None, scope: dict[str, str] | None = None,
                  trace_id: str | None = None, apply: bool = False, keep: bool = False, others: int = OTHERS,
-                 eval_set: Sequence[tuple[str, Expectation]] = ()) -> Diagnosis:
+                 eval_set: Sequence[tuple[str, Expectation]] = (), rebuild: bool = True) -> Diagnosis:
         """Explain the answer of ``trace_id`` (or of asking ``question`` now, without the doctor). ``apply``: carry
         out the verdict layer's fix on a copy, re-ask, and check ``others`` recent questions (or ``eval_set``) for
-        side effects (apply.py); ``keep``: promote a fix that worked."""
+        side effects (apply.py); ``keep``: promote a fix that worked with nothing worse; ``rebuild``: fixes that
+        rebuild the knowledge base may run."""
         if trace_id:
 
             trace = load_trace(self.pipeline.kb.db, trace_id)
@@ -112,7 +113,7 @@ class Debugger:
                           case.satisfied)
         if apply and verdict != "none":
             return replace(found, applied=apply_fix(self.pipeline, trace, found.fixes, expect, others=others,
-                                                    eval_set=eval_set, keep=keep))
+                                                    eval_set=eval_set, keep=keep, rebuild=rebuild))
         return found
 
 

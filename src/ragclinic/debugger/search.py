@@ -122,13 +122,16 @@ def _miss_fixes(case: Case, ranks: dict[str, int | None], reasons: list[str], us
              for n, r in sorted(found.items(), key=lambda x: x[1]) if n != used and r <= req.top_k][:1]
     best = found.get(used) or min(found.values(), default=None)
     if best is not None and best > req.top_k:
-        fixes.append(Fix(f"retrieve the top {best} (top_k) and keep them (context_k)",
-                         settings={"top_k": best, "context_k": max(req.context_k, best)},
-                         request={"top_k": best, "context_k": max(req.context_k, best)}))
+        keep = min(50, max(req.context_k, best))  # context_k's limit
+        fixes.append(Fix(f"retrieve the top {best} (top_k) and keep {keep} (context_k)",
+                         settings={"top_k": best, "context_k": keep}, request={"top_k": best, "context_k": keep}))
     if best is not None and not req.rerank:
         fixes.append(Fix("rerank a deeper search with the judge", settings={"rerank": True}, request={"rerank": True}))
     if any(r.startswith("chunk too short") for r in reasons):
-        fixes.append(Fix("re-chunk with chunk_min_tokens 24", kb_settings={"chunk_min_tokens": 24}))
+        s = case.kb.settings  # pieces under chunk_min_tokens join their neighbours: a larger minimum, longer chunks
+        floor = min(s.chunk_max_tokens - 1, max(2 * s.chunk_min_tokens, type(s).model_fields["chunk_min_tokens"].default))
+        if floor > s.chunk_min_tokens:
+            fixes.append(Fix(f"re-chunk with chunk_min_tokens {floor}", kb_settings={"chunk_min_tokens": floor}))
     return tuple(fixes)
 
 
@@ -165,7 +168,9 @@ def _scope_fixes(case: Case, rule: str) -> tuple[Fix, ...]:
         if d is not None and not Scope.parse({key: value}).matches(d["doc_id"], d["path"], d["record_key"],
                                                                   d["mtime"], d["tags"]):
             fixes = []
-            if key not in ("from", "to", "path", "doc"):  # a tag, not a date or a path
+            if key not in ("from", "to", "path", "doc", "tenant") and key not in dict(case.request.enforced):
+                # a tag, not a date or a path — and never a tenant's: a retag would hand one tenant's document
+                # to another
                 fixes.append(Fix(f"tag {d['path']} {key}={value}", retag={d["doc_id"]: {**d["tags"], key: value}}))
             rest = {k: v for k, v in pairs.items() if k != key}
             fixes.append(Fix(f"ask without --scope {key}={value}", request={"scope": rest}))
@@ -193,6 +198,7 @@ def _dropped(case: Case, rank: int, gold: set[str]) -> LayerReport:
                      Fix("no authority boost", settings={"authority_boost": 0.0}), rank=rank, context_k=k)
     return fault(f"the gold chunk was retrieved at rank {rank} but only {k} passages reach the context",
                  f"gold chunk ranked {rank} > context_k {k}: raise context_k to {rank} or enable rerank",
-                 Fix(f"keep {rank} passages (context_k)", settings={"context_k": rank}, request={"context_k": rank}),
+                 Fix(f"keep {min(50, rank)} passages (context_k)", settings={"context_k": min(50, rank)},
+                     request={"context_k": min(50, rank)}),
                  Fix("rerank with the judge", settings={"rerank": True}, request={"rerank": True}),
                  rank=rank, context_k=k)

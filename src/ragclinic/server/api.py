@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -87,7 +89,7 @@ class DiagnoseBody(BaseModel):
     expect_refusal: bool = False
     scope: Scope | None = None
     apply: bool = False  # carry the fix out on a copy and re-ask (the answer gains "applied"; keeping is the CLI's)
-    others: int = Field(20, ge=0, le=200)  # with apply: recent questions re-asked for side effects
+    others: int = Field(20, ge=0, le=50)  # with apply: recent questions re-asked for side effects
 
 
 class FeedbackBody(BaseModel):
@@ -295,10 +297,28 @@ def diagnose(body: DiagnoseBody, request: Request, who: Principal = Caller) -> d
         raise ApiError(403, "forbidden", "diagnose reads the whole knowledge base: it needs a key without a tenant")
     if bool(body.question) == bool(body.trace_id):
         raise ApiError(422, "invalid_request", "give one of question or trace_id")
-    with state(request).pool.reader() as clinic:
+    with applying(body.apply), state(request).pool.reader() as clinic:
         d = clinic.diagnose(body.question, tuple(body.expected), body.trace_id, body.gold_doc,
-                            expect_refusal=body.expect_refusal, scope=body.scope, apply=body.apply, others=body.others)
+                            expect_refusal=body.expect_refusal, scope=body.scope, apply=body.apply, others=body.others,
+                            rebuild=False)
     return d.to_json()
+
+
+_APPLYING = threading.Lock()
+
+
+@contextmanager
+def applying(apply: bool):
+    """One fix applied at a time on this server (each holds a reader and re-runs questions); another is refused."""
+    if not apply:
+        yield
+        return
+    if not _APPLYING.acquire(blocking=False):
+        raise ApiError(409, "busy", "a fix is being applied already; try again when it is done")
+    try:
+        yield
+    finally:
+        _APPLYING.release()
 
 
 @router.post("/feedback", tags=["traces"])

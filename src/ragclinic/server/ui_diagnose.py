@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 
+from ragclinic.server.api import applying
 from ragclinic.server.deps import state
 from ragclinic.server.errors import ApiError
 from ragclinic.server.ui import templates, who
@@ -22,7 +23,7 @@ def diagnose_fragment(request: Request, trace_id: str = Form(...), expected: str
         raise ApiError(403, "forbidden", "diagnose reads the whole knowledge base: it needs a key without a tenant")
     if not (expected.strip() or gold_doc.strip() or expect_refusal):
         return HTMLResponse('<p class="warn small">say what is right: the answer, the document, or "should refuse"</p>')
-    with state(request).pool.reader() as clinic:
+    with applying(bool(apply)), state(request).pool.reader() as clinic:
         d = clinic.diagnose(None, expected.strip() or None, trace_id, gold_doc.strip() or None,
-                            expect_refusal=bool(expect_refusal), apply=bool(apply))
+                            expect_refusal=bool(expect_refusal), apply=bool(apply), rebuild=False)
     return templates.TemplateResponse(request, "_diagnosis.html", {"d": d})
