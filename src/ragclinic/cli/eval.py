@@ -51,9 +51,8 @@ def eval_cmd(
     arms: Optional[str] = typer.Option(None, "--arms", metavar="ARMS", show_default=False,
                                        help="rag: the arms to run on the same items, comma-separated: naive (every "
                                             "passage in one prompt of the same model, no checks), plain (the "
-                                            "pipeline; 'baseline' in the output), active (the pipeline with active "
-                                            "retrieval at the active_retrieval setting, else the calibrated "
-                                            "threshold), doctor. E.g. naive,plain,active,doctor."),
+                                            "pipeline; 'baseline' in the output), active (with active retrieval: "
+                                            "the setting's threshold, else 0.4), doctor. E.g. naive,plain,doctor."),
     noise: str = typer.Option("0,0.2,0.4,0.6,0.8,neg,counterfactual", "--noise",
                               help="rag on RGB: noise ratios, 'neg' (negative passages only) and 'counterfactual'."),
     faults: str = typer.Option(",".join(FAULT_NAMES), "--faults",
@@ -239,7 +238,7 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     the faults): the same runner, checkpoint and report. ``corpus``: the folder ingested into the shared
     knowledge base first."""
     from ragclinic.eval.tasks.faults import FAULTS, fault_cases, fault_metrics  # on use: the harness
-    from ragclinic.eval.tasks.rag import ab_delta, arm_metrics, cases, run_rag  # on use: the harness
+    from ragclinic.eval.tasks.rag import CALIBRATED, ab_delta, arm_metrics, cases, run_rag  # on use: the harness
 
     settings_ = [x.strip() for x in noise.split(",") if x.strip()]
     for x in settings_:
@@ -255,14 +254,13 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     from ragclinic import wiring  # on use: the store and the models
     from ragclinic.config import Settings  # on use: pydantic settings
     from ragclinic.eval.corpus import corpus_digest  # on use: when the command runs (fast --help)
-    from ragclinic.pipeline.generate.active import CALIBRATED  # on use: as above
 
     settings = Settings.load(None, llm=llm)
     # one model for every case (each case has its own parts); with --ray, one per worker instead
     lm = wiring.language_model(settings, _warn)[0] if ray is None else None
-    base = {"llm": settings.llm}
-    if "active" in arms:  # the active arm's threshold: the setting's when given, else the calibrated one
-        base["active_retrieval"] = settings.active_retrieval or CALIBRATED
+    # the active arm's threshold: the setting's when given, else the calibrated one
+    base = {"llm": settings.llm, **({"active_retrieval": settings.active_retrieval or CALIBRATED} if "active" in arms
+                                    else {})}
     checkpoint = None
     if out_dir:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -180,10 +180,9 @@ class Settings(BaseSettings):
                                                   "not hold the answer (verify/probe.py; issue 36). Loads the model "
                                                   "with the eval callback. No effect for models without a shipped "
                                                   "probe (local-small, servers).")
-    active_retrieval: float = Field(0.0, ge=0, le=1, description="Active retrieval while answering (FLARE; "
-                                    "generate/active.py): a claim with a token less likely than this is searched "
-                                    "again (its uncertain words masked) and the answer regenerated before it is "
-                                    "shown. 0: off. Needs a backend with token log-probabilities.")
+    active_retrieval: float = Field(0.0, ge=0, le=1, description="Active retrieval (FLARE, generate/active.py): a "
+                                    "claim with a token less likely than this is searched again, its guessed words "
+                                    "masked, and the answer regenerated before it is shown; 0: off.")
     llm_max_tokens: int = Field(384, ge=8, le=8192, description="Longest answer generated (tokens).")
     llm_temperature: float = Field(0.0, ge=0, le=2)
     llm_isolation: Literal["process", "inline"] = Field(

@@ -36,7 +36,7 @@ from ragclinic.pipeline.retrieve.layer import retrieve
 from ragclinic.pipeline.scope.layer import scope
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.trace import codec
-from ragclinic.trace.model import ACTIVE, QUERY_LAYERS, ModelCall, Span, Trace, change_span, new_trace_id, start_of
+from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, active_span, change_span, new_trace_id, start_of
 from ragclinic.trace.owner import outside
 from ragclinic.trace.recorder import RecordingModel, Tape
 from ragclinic.trace.store import save_trace
@@ -176,8 +176,7 @@ class Pipeline:
             if on_span is not None:
                 on_span(spans[-1], state)
             if (looked := getattr(out, "active", None)) is not None:  # active retrieval's own span (generate/active.py)
-                spans.append(Span(ACTIVE, "ok", _ms(t_start, t0), looked.get("ms", 0.0),
-                                  {"threshold": looked["threshold"]}, looked))
+                spans.append(active_span(_ms(t_start, t0), looked))
         return self._finish(state, spans, tape, from_layer, debug_round_id, parent, change, save)
 
     # ------------------------------------------------------------------ helpers

@@ -152,6 +152,11 @@ def request_from_trace(trace: Trace) -> AskRequest:
                       r.input.retriever if r else default("retriever"), r.input.rerank if r else default("rerank"))
 
 
+def active_span(started_ms: float, record: dict) -> Span:
+    """The span of active retrieval inside generate (pipeline/generate/active.py): its record as input and output."""
+    return Span(ACTIVE, "ok", started_ms, record.get("ms", 0.0), {"threshold": record["threshold"]}, record)
+
+
 def change_span(before: AskState, after: AskState, from_layer: str) -> Span:
     """The span a re-run writes when its ``change`` altered the state: what differs, and the state it starts from."""
     changed = sorted(f.name for f in fields(AskState)

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import build_kb
 from ragclinic.models.fake_llm import ScriptedLanguageModel
-from ragclinic.pipeline.generate.active import claim_confidence
+from ragclinic.pipeline.generate.confidence import claim_confidence
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.trace.model import ACTIVE
 from ragclinic.trace.store import load_trace

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ragclinic.models.llm import LanguageModel, TokenCallback, call_extras
 from ragclinic.pipeline.gate.templates import render as template
-from ragclinic.pipeline.generate.active import claim_confidence
+from ragclinic.pipeline.generate.confidence import claim_confidence
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput
 from ragclinic.pipeline.generate.prompt import build_messages, is_zh
 from ragclinic.pipeline.generate.structured import SCHEMAS, FieldStream, parse_reply, render, schema_kind
