@@ -14,9 +14,10 @@ export OMP_WAIT_POLICY ?= PASSIVE
 # the AMX one, chosen at load time) into a wheel folder named by its version and flags, and installed from
 # there; the project install then finds it satisfied, so pip's own cache is never asked for a llama wheel.
 $(VENV)/.installed: pyproject.toml scripts/install-llama.sh scripts/strip_wheel.py scripts/install-chromium.sh \
-		scripts/install-promtool.sh
+		scripts/install-promtool.sh scripts/install-tesseract.sh
 	bash scripts/install-chromium.sh
 	bash scripts/install-promtool.sh
+	bash scripts/install-tesseract.sh
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	bash scripts/install-llama.sh $(PY)

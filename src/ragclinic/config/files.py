@@ -54,3 +54,12 @@ def write_file(path: Path, values: dict[str, Any], known: Collection[str]) -> No
     tmp.write_text("# ragclinic knowledge-base settings (see docs/settings.md)\n" + tomli_w.dumps(current),
                    encoding="utf-8")
     os.replace(tmp, path)
+
+
+def explain(e) -> str:
+    """A pydantic ValidationError as one line naming each bad value and where to set it."""
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "settings"
+        parts.append(f"{loc}={err.get('input')!r}: {err['msg']}")
+    return "invalid setting " + "; ".join(parts) + " (set it by flag, RAGCLINIC_* variable or settings.toml)"

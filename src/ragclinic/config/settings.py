@@ -15,7 +15,7 @@ from typing import Any, Literal, Optional
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ragclinic.config.files import SETTINGS_FILE, KbFileSource, file_values, read_file, write_file
+from ragclinic.config.files import SETTINGS_FILE, KbFileSource, explain, file_values, read_file, write_file
 from ragclinic.config.names import check_name
 from ragclinic.errors import ConfigError
 
@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     jsonl_title_field: str = "title"
     jsonl_text_field: str = "text"
 
+    ocr: str = Field("eng+chi_sim", description="Tesseract languages for pages and images with no text layer "
+                                              "(scans, pictures); empty: no OCR, such a page stays empty.")
+    ocr_page_seconds: float = Field(60.0, gt=0, description="OCR time one page may take; a page over it fails.")
+    ocr_max_pages: int = Field(200, ge=1, description="Pages of one document read by OCR, at most.")
     keep_hyphens: list[str] = Field([], description="Compounds whose hyphen at a line break is always kept "
                                      "(\"cash-flow\"): for ones the de-hyphenation joins. Re-ingest with "
                                      "--reparse after changing it.")
@@ -375,7 +379,7 @@ class Settings(BaseSettings):
         try:
             return cls(kb=kb_dir, **overrides)
         except ValidationError as e:
-            raise ConfigError(_explain(e)) from None
+            raise ConfigError(explain(e)) from None
         finally:
             file_values.reset(token)
 
@@ -390,11 +394,3 @@ def read_settings_file(path: Path) -> dict[str, Any]:
 def write_settings_file(path: Path, values: dict[str, Any]) -> None:
     """Write (atomically) the given values; keys already in the file and not given are kept."""
     write_file(path, values, Settings.model_fields)
-
-
-def _explain(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "settings"
-        parts.append(f"{loc}={err.get('input')!r}: {err['msg']}")
-    return "invalid setting " + "; ".join(parts) + " (set it by flag, RAGCLINIC_* variable or settings.toml)"

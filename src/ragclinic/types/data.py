@@ -115,6 +115,8 @@ class ParseReport:
     warnings: tuple[str, ...]
     hidden_chars: int = 0  # text a reader cannot see (left out of the index unless keep_hidden_text)
     instructions: int = 0  # planted instructions found: in the text (cut out of prompts) or in hidden text
+    # pages read by OCR (parse/ocr.py): page, the engine's mean word confidence (0-100), the turn applied, characters
+    ocr_pages: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

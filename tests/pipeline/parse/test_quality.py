@@ -68,4 +68,6 @@ def test_empty_pages_and_undefined_ratios():
     report = build_report(doc, Settings(), raw_text="")
     assert report.empty_pages == (1, 2) and report.garbled_ratio is None
     assert report.keyword_retention is None and report.lost_keywords == ()
-    assert "/x/scan.pdf page 2: page has no text (scanned image? OCR it first)" in report.warnings
+    assert "/x/scan.pdf page 2: page has no text" in report.warnings  # OCR on (the default) read nothing there
+    off = build_report(doc, Settings(ocr=""), raw_text="")
+    assert "/x/scan.pdf page 2: page has no text (a scan? set ocr to read it)" in off.warnings

@@ -33,7 +33,8 @@ def test_legacy_doc_says_convert():
 
 def test_supported_suffixes():
     assert set(SUPPORTED_SUFFIXES) == {".pdf", ".docx", ".html", ".htm", ".md", ".markdown", ".txt",
-                                       ".text", ".jsonl", ".csv", ".tsv", ".xlsx", ".xlsm"}
+                                       ".text", ".jsonl", ".csv", ".tsv", ".xlsx", ".xlsm", ".png", ".jpg", ".jpeg",
+                                       ".tif", ".tiff"}
 
 
 def test_a_plugin_registers_like_the_built_ins(tmp_path, monkeypatch):

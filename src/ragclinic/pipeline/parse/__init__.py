@@ -19,6 +19,7 @@ from ragclinic.pipeline.parse.base import Parser
 from ragclinic.pipeline.parse.csv import CsvParser
 from ragclinic.pipeline.parse.docx import DocxParser
 from ragclinic.pipeline.parse.html import HtmlParser
+from ragclinic.pipeline.parse.image import ImageParser
 from ragclinic.pipeline.parse.jsonl import JsonlParser
 from ragclinic.pipeline.parse.markdown import MarkdownParser
 from ragclinic.pipeline.parse.pdf import PdfParser
@@ -30,7 +31,8 @@ from ragclinic.types import Parsed, RecordError, SourceFile
 __all__ = ["PARSERS", "SUPPORTED_SUFFIXES", "Parser", "parse_source", "parser_for", "supported_suffixes"]
 
 PARSERS: Registry[Parser] = Registry("parser")
-for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser, CsvParser, XlsxParser):
+for _cls in (PdfParser, DocxParser, HtmlParser, MarkdownParser, TextParser, JsonlParser, CsvParser, XlsxParser,
+             ImageParser):
     PARSERS.register(_cls.name, _cls)
 
 # Formats people try that we deliberately do not parse, with the fix.

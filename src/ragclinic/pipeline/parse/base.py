@@ -202,5 +202,6 @@ def make_parsed(source: SourceFile, settings: Settings, assembled: Assembled, in
         language=detect_language(assembled.text), parser=info.parser, sha256=sha256_text(assembled.text),
         mtime=source.mtime, metadata=metadata)
     report = build_report(doc, settings, raw_text=info.raw_text, hyphen_joins=assembled.hyphen_joins,
-                          hyphens_kept=assembled.hyphens_kept, warnings=info.warnings, hidden=info.hidden)
+                          hyphens_kept=assembled.hyphens_kept, warnings=info.warnings, hidden=info.hidden,
+                          ocr_pages=tuple(info.metadata.get("ocr", ())))
     return Parsed(doc, report)

@@ -7,7 +7,8 @@ interpreted once and serves text boxes, characters and table lines alike. Per pa
 - page-number footers/headers ("3", "Page 3", "3 / 10" in the top/bottom margin) are dropped;
 - boxes are put in reading order (``reading_order.py``: column by column, full-width in place);
 - single-line boxes set clearly larger than the body text become headings (levels by size).
-Page spans cover the whole text; a page without text is reported as empty (scanned image).
+Page spans cover the whole text. A page without a usable text layer (a scan: under ``MIN_TEXT_CHARS``) is rendered
+at 300 dpi and read by OCR (ocr.py) when the ``ocr`` setting names languages; its confidence goes to the parse report.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
+from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, MIN_TEXT_CHARS, OcrPage, read_page
 from ragclinic.pipeline.parse.reading_order import Box, reading_order
 from ragclinic.types import Parsed, RecordError, SourceFile
 
@@ -29,6 +31,8 @@ HEADING_SIZE_RATIO = 1.2  # 20% above the body size: below that, bold body text 
 MARGIN_BAND = 0.08  # share of the page height searched for page-number headers/footers
 _PAGE_NUMBER = re.compile(r"(?i)^\s*(page\s*)?\d{1,4}(\s*(/|of)\s*\d{1,4})?\s*$|^\s*[-–]\s*\d{1,4}\s*[-–]\s*$")
 _PLACEHOLDER_TITLES = {"", "untitled", "unknown", "title"}
+SCAN_SHARE = 0.2  # pictures covering this share of a page with no usable text make it a scan
+DPI = 300  # a scanned page is rendered at this resolution for OCR (bench/RESULTS.md, issue 39: CER at 300 vs 150)
 
 
 @dataclass(frozen=True)
@@ -48,11 +52,13 @@ class PdfParser:
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         hidden: list[Hidden] = []
+        scanned = _Scans(settings)
         items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text,
-                                                            settings.max_pages)
+                                                            settings.max_pages, scanned)
         blocks = _classify(items)
         info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
-                       metadata={"pages": page_count}, hidden=tuple(hidden))
+                       metadata={"pages": page_count, "ocr": [p.to_json() for p in scanned.pages]},
+                       hidden=tuple(hidden), warnings=scanned.warnings())
         yield make_parsed(source, settings, assemble(blocks, page_count=page_count, keep_hyphens=settings.keep_hyphens), info)
 
 
@@ -73,8 +79,47 @@ def _open(data: bytes):
         raise ParseError(f"not a valid PDF: {type(cause).__name__}: {cause or 'unreadable'}") from None
 
 
+class _Scans:
+    """The pages read by OCR (no usable text layer: a scan), at most ``ocr_max_pages`` of one PDF."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.languages = settings.ocr if settings is not None else ""
+        self.seconds = settings.ocr_page_seconds if settings is not None else 60.0
+        self.limit = settings.ocr_max_pages if settings is not None else 0
+        self.pages: list[OcrPage] = []
+        self.skipped: list[int] = []
+
+    def read(self, page, number: int) -> list[_Item]:
+        """The page read by OCR as text items (its image rendered at ``DPI``); [] when OCR is off or spent."""
+        if not self.languages:
+            return []
+        if len(self.pages) >= self.limit:
+            self.skipped.append(number)
+            return []
+        done = read_page(page.to_image(resolution=DPI).original, number, self.languages, self.seconds)
+        self.pages.append(done)
+        return [_Item(number, block=Block("text", t, page=number, reflow=True)) for t in done.paragraphs]
+
+    def warnings(self) -> tuple[str, ...]:
+        low = [f"ocr_low_confidence: page {p.page} read with mean confidence {p.confidence:.0f}"
+               for p in self.pages if p.confidence < LOW_CONFIDENCE]
+        more = [f"pages {self.skipped[0]}-{self.skipped[-1]} have no text layer and were not read: over "
+                f"ocr_max_pages={self.limit}"] if self.skipped else []
+        return tuple(low + more)
+
+
+def _scanned(page, raw: str) -> bool:
+    """A page without a usable text layer whose pictures cover a fifth of it or more: a scan (a blank page, or one
+    with only its page number, is not)."""
+    if len("".join(raw.split())) >= MIN_TEXT_CHARS:
+        return False
+    area = float(page.width * page.height) or 1.0
+    pictures = sum(max(0.0, float(i["x1"] - i["x0"])) * max(0.0, float(i["bottom"] - i["top"])) for i in page.images)
+    return pictures / area >= SCAN_SHARE
+
+
 def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
-             max_pages: int = 5000) -> tuple[list[_Item], list[str], str, int]:
+             max_pages: int = 5000, scans: _Scans | None = None) -> tuple[list[_Item], list[str], str, int]:
     if b"%PDF-" not in data[:1024]:  # readers accept junk before the header, within the first 1 KB
         raise ParseError("not a valid PDF: no %PDF- header in the first 1 KB (wrong extension?)")
     items: list[_Item] = []
@@ -93,9 +138,14 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
             title = str(pdf.metadata.get("Title") or "").strip()
             for number, page in enumerate(pdf.pages, start=1):
                 page_items, raw = _page_items(page, hidden, keep_hidden)
+                if scans is not None and _scanned(page, raw):
+                    if ocr_items := scans.read(page, number):
+                        page_items, raw = ocr_items, scans.pages[-1].text
                 items += page_items
                 raw_pages.append(raw)
                 page.close()  # drop pdfplumber's per-page object cache: long PDFs stay small in memory
+        except ParseError:
+            raise  # an OCR failure says which page and why
         except Exception as e:  # pdfminer raises many types on damaged content streams
             where = f"page {number} is unreadable" if number else "cannot read the page tree"
             raise ParseError(f"not a valid PDF: {where} ({type(e).__name__}: {e})", page=number or None) from None

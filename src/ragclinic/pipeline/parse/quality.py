@@ -120,7 +120,8 @@ def garbling(text: str) -> tuple[int, int, int]:
 
 
 def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyphen_joins: int = 0,
-                 hyphens_kept: int = 0, warnings: tuple[str, ...] = (), hidden: tuple[Hidden, ...] = ()) -> ParseReport:
+                 hyphens_kept: int = 0, warnings: tuple[str, ...] = (), hidden: tuple[Hidden, ...] = (),
+                 ocr_pages: tuple[dict, ...] = ()) -> ParseReport:
     """The ParseReport of one parsed document, given the raw extraction it is checked against."""
     name = f"{doc.path}#{doc.record_key}" if doc.record_key else doc.path
     text = doc.text
@@ -130,7 +131,8 @@ def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyph
     left_out = frozenset(tokens(" ".join(h.text for h in hidden if not h.indexed))) if hidden else frozenset()
     ret = keyword_retention(raw_text, text, settings.keyword_top_n, left_out)
     notes = list(warnings)
-    notes += [f"{name} page {n}: page has no text (scanned image? OCR it first)" for n in empty]
+    notes += [f"{name} page {n}: page has no text" + ("" if settings.ocr else " (a scan? set ocr to read it)")
+              for n in empty]
     if not text.strip() and not doc.pages:
         notes.append(f"{name}: no text extracted")
     if garbled is not None and garbled > settings.garbled_warn:
@@ -154,7 +156,7 @@ def build_report(doc: ParsedDocument, settings: Settings, *, raw_text: str, hyph
         mojibake_hits=moji_hits, garbled_ratio=garbled, hyphen_joins=hyphen_joins,
         hyphens_kept=hyphens_kept, tables=len(doc.tables), keyword_retention=ret.retention,
         lost_keywords=ret.lost, warnings=tuple(notes), hidden_chars=sum(len(h.text) for h in hidden),
-        instructions=len(spans) + sum(1 for h in hidden if h.instruction and not h.indexed))
+        instructions=len(spans) + sum(1 for h in hidden if h.instruction and not h.indexed), ocr_pages=ocr_pages)
 
 
 def _instruction_notes(name: str, text: str, spans: list, hidden: tuple[Hidden, ...]) -> list[str]:

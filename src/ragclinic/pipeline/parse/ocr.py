@@ -1,0 +1,110 @@
+"""Reading a page image with Tesseract (Debian's tesseract-ocr with eng, chi_sim and osd; `make install` installs
+them), through pytesseract: one ``tesseract`` process per call, so a page that crashes or hangs the engine costs
+that page, never the ingest (``ocr_page_seconds`` bounds it).
+
+Per page: the orientation is detected first (Tesseract's OSD) and the page turned upright; then it is read with
+automatic page segmentation (``--psm 3``: columns found, read column by column); Tesseract's blocks and
+paragraphs become the page's text blocks in that order, each with the mean confidence of its words. A page whose
+mean word confidence is under ``LOW_CONFIDENCE`` is flagged (the parse report's ``ocr_low_confidence``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from dataclasses import dataclass
+
+from ragclinic.errors import ParseError
+
+LOW_CONFIDENCE = 60.0  # mean word confidence (0-100) under which a page's OCR text is suspect
+MIN_TEXT_CHARS = 20  # a PDF page with fewer characters in its text layer is read by OCR (a scan)
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    """One page read by OCR: its paragraphs in reading order, the mean word confidence (0-100), the turn applied."""
+
+    page: int
+    paragraphs: tuple[str, ...]
+    confidence: float
+    turned: int = 0
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.paragraphs)
+
+    def to_json(self) -> dict:
+        return {"page": self.page, "confidence": round(self.confidence, 1), "turned": self.turned,
+                "characters": sum(len(p) for p in self.paragraphs)}
+
+
+def available() -> bool:
+    """Whether the tesseract program is installed."""
+    return shutil.which("tesseract") is not None
+
+
+def read_page(image, page: int, languages: str, seconds: float) -> OcrPage:
+    """``image`` (a PIL image) read by Tesseract in ``languages`` ("eng+chi_sim"); ParseError naming the page when
+    the engine is missing, fails or takes longer than ``seconds``."""
+    try:
+        import pytesseract  # on use: the OCR binding, only for pages without text
+    except ImportError as e:  # pragma: no cover - a core dependency
+        raise ParseError(f"page {page} needs OCR and pytesseract is not installed ({e}); run `make install`") from e
+    if not available():
+        raise ParseError(f"page {page} has no text layer and Tesseract is not installed: apt-get install "
+                         "tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim (`make install` does it), or set "
+                         "ocr to '' to index such pages empty")
+    gray = image.convert("L")
+    try:
+        gray, turned = _upright(pytesseract, gray, seconds)
+        data = pytesseract.image_to_data(gray, lang=languages, config="--psm 3", timeout=seconds,
+                                         output_type=pytesseract.Output.DICT)
+    except RuntimeError as e:  # pytesseract's time-out
+        raise ParseError(f"OCR of page {page} took longer than ocr_page_seconds={seconds:g}; raise it for "
+                         "large or dense scans") from e
+    except pytesseract.TesseractError as e:
+        raise ParseError(f"OCR of page {page} failed: {e}; check that the languages {languages!r} are installed "
+                         "(tesseract --list-langs)") from e
+    paragraphs, confidences = _paragraphs(data, languages)
+    return OcrPage(page, tuple(paragraphs), statistics.fmean(confidences) if confidences else 0.0, turned)
+
+
+def _upright(pytesseract, image, seconds: float):
+    """The page turned upright when Tesseract's orientation detection is sure of a turn (else as it is)."""
+    try:
+        osd = pytesseract.image_to_osd(image, config="--psm 0 -c min_characters_to_try=10", timeout=seconds,
+                                       output_type=pytesseract.Output.DICT)
+    except pytesseract.TesseractError:  # too little text to tell: read it as it is
+        return image, 0
+    turn = int(osd.get("rotate", 0) or 0)
+    if turn and float(osd.get("orientation_conf", 0) or 0) >= 1.0:
+        return image.rotate(-turn, expand=True, fillcolor=255), turn
+    return image, 0
+
+
+def _paragraphs(data: dict, languages: str) -> tuple[list[str], list[float]]:
+    """Tesseract's words grouped into its paragraphs, in its reading order; the words' confidences."""
+    paragraphs: dict[tuple[int, int], list[str]] = {}
+    confidences: list[float] = []
+    for i, word in enumerate(data["text"]):
+        word = str(word).strip()
+        conf = float(data["conf"][i])
+        if not word or conf < 0:
+            continue
+        confidences.append(conf)
+        paragraphs.setdefault((data["block_num"][i], data["par_num"][i]), []).append(word)
+    return [t for words in paragraphs.values() if (t := _join(words))], confidences
+
+
+def _join(words: list[str]) -> str:
+    """Words of one paragraph: spaced, except between two CJK words (Chinese is written without spaces)."""
+    text = ""
+    for w in words:
+        if text and not (_cjk(text[-1]) and _cjk(w[0])):
+            text += " "
+        text += w
+    return text
+
+
+def _cjk(ch: str) -> bool:
+    return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\uffef"
