@@ -8,7 +8,8 @@ For each page — English and Chinese; one column, two columns, a table, a page 
 - ``PAGE-text.pdf``: the same text with a text layer (reportlab), the comparison for question answering;
 - ``PAGE.txt``: the ground truth, in reading order (columns left then right; table rows, cells by " | ").
 ``questions.jsonl``: questions about the pages in a user's words, with their answers, half ``dev`` and half
-``heldout`` (the heldout half is not looked at while the OCR path is built).
+``heldout`` (the heldout half is not looked at while the OCR path is built); ``scans/``, ``scans150/`` and ``text/``:
+the 300 dpi and 150 dpi image-only PDFs and the text-layer PDFs, one folder each, for ``eval rag --corpus``.
 
     .venv/bin/python bench/ocr/make_set.py --out bench/out/ocr-set
 
@@ -169,7 +170,12 @@ def main() -> None:
             if dpi == 300:
                 img.save(f"{stem}-300.jpg", quality=75)
         text_pdf(page, Path(f"{stem}-text.pdf"))
-    rows = [{"id": f"ocr-{i:02d}", **q} for i, q in enumerate(QUESTIONS)]
+    for kind, suffix in (("scans", "-scan-300.pdf"), ("scans150", "-scan-150.pdf"), ("text", "-text.pdf")):
+        (a.out / kind).mkdir(exist_ok=True)  # the corpora `eval rag --corpus` asks: scans, and the text-layer twins
+        for page in PAGES:
+            (a.out / kind / f"{page['id']}.pdf").write_bytes(Path(f"{a.out / page['id']}{suffix}").read_bytes())
+    rows = [{"id": f"ocr-{i:02d}", "question": q["question"], "answers": q["answer"], "split": q["split"],
+             "page": q["page"]} for i, q in enumerate(QUESTIONS)]
     (a.out / "questions.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                                            encoding="utf-8")
     print(f"{len(PAGES)} pages, {len(rows)} questions -> {a.out}")

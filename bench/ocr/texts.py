@@ -82,7 +82,7 @@ QUESTIONS = [
     {"question": "what's the phone number for service", "answer": ["0800 555 0142"], "page": "en-two",
      "split": "heldout"},
     {"question": "How long is the tank guaranteed?", "answer": ["5 years"], "page": "en-two", "split": "dev"},
-    {"question": "The display says E4, what do I do?", "answer": [["reset"]], "page": "en-table", "split": "dev"},
+    {"question": "The display says E4, what do I do?", "answer": ["reset"], "page": "en-table", "split": "dev"},
     {"question": "What does error E7 mean?", "answer": ["Sensor fault"], "page": "en-table", "split": "heldout"},
     {"question": "How far away from the heater must flammable liquids be kept?", "answer": ["1.5 m"],
      "page": "en-rotated", "split": "dev"},
@@ -94,6 +94,6 @@ QUESTIONS = [
     {"question": "晨光的客服电话是多少", "answer": ["400-820-3366"], "page": "zh-two", "split": "heldout"},
     {"question": "显示E3是什么意思？", "answer": ["锅盖未盖好"], "page": "zh-table", "split": "dev"},
     {"question": "出现E5代码应该怎么处理", "answer": ["检查电源插座"], "page": "zh-table", "split": "heldout"},
-    {"question": "电源线坏了谁来换？", "answer": [["厂家", "售后"]], "page": "zh-rotated", "split": "dev"},
+    {"question": "电源线坏了谁来换？", "answer": ["厂家", "售后"], "page": "zh-rotated", "split": "dev"},
     {"question": "多大以下的孩子要有大人看着才能用", "answer": ["8"], "page": "zh-rotated", "split": "heldout"},
 ]

@@ -13,12 +13,14 @@ from ragclinic.doctor.symptoms import Exam
 from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 
-ORDER = ("injected_instruction", "ambiguous", "compound", "term_mismatch", "low_relevance", "missing_aspect",
+ORDER = ("injected_instruction", "ocr_low_confidence", "ambiguous", "compound", "term_mismatch", "low_relevance",
+         "missing_aspect",
          "homogeneous_context", "noisy_context", "global_no_community", "conflicting_evidence", "false_premise", "contradicted_claim",
          "unsupported_claim", "self_contradiction", "citation_error", "ignored_context", "off_topic")
 
 ROUTES: dict[str, tuple[str, ...]] = {
     "injected_instruction": ("quarantine",),
+    "ocr_low_confidence": ("widen",),  # another, cleaner source of the same fact; the lasting fix is a better scan
     "ambiguous": ("clarify", "readings"),
     "compound": ("decompose",),
     "term_mismatch": ("expand_terms",),

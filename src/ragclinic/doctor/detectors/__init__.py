@@ -1,3 +1,3 @@
 """Built-in detectors; importing this package registers them in ``DETECTORS``."""
 
-from ragclinic.doctor.detectors import evidence, generation, graph, query, retrieval, safety  # noqa: F401
+from ragclinic.doctor.detectors import evidence, generation, graph, query, retrieval, safety, source  # noqa: F401
