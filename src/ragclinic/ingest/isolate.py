@@ -130,7 +130,8 @@ class ParseWorker:
 
     def events(self, source, tags: dict[str, str], timeout: float, stop: threading.Event):
         """What ``runner.file_events`` yields for ``source``, computed in the worker; ParseTimeout when one
-        document (the whole file, for formats of one document) takes over ``timeout`` seconds."""
+        document (the whole file, for formats of one document) takes over ``timeout`` seconds — between two pages
+        read by OCR, for a scan (each page also bounded by ``ocr_page_seconds``)."""
         if not self.alive():  # the last file's worker was killed (an overrun) or died
             self.kill()
             self.start()
@@ -149,8 +150,10 @@ class ParseWorker:
             if msg[0] == "done":
                 self.busy = False
                 return
-            yield msg[1]
             deadline = time.monotonic() + timeout
+            if msg[0] == "beat":  # a page read by OCR: a long scan is working, not hung
+                continue
+            yield msg[1]
 
     def _next(self, deadline: float, timeout: float, stop: threading.Event):
         while not self.inbox.poll(POLL_S):

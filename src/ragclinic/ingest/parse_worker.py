@@ -21,6 +21,9 @@ def serve(inbox: Connection, outbox: Connection) -> None:
     from ragclinic.native import in_layer  # on use: after die_with_parent, so a parent dying while the worker imports ends it
     from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # on use: after die_with_parent, so a parent dying while the worker imports ends it
 
+    from ragclinic.pipeline.parse import ocr  # on use: as above
+
+    ocr.on_page(lambda: outbox.send(("beat",)))  # each page read by OCR resets the parent's parse_timeout_s
     settings = chunker = None
     known: dict[str, str] = {}
     while True:

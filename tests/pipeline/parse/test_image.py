@@ -5,7 +5,6 @@ found and read upright, each page's confidence in the parse report, and every fa
 from __future__ import annotations
 
 import io
-import os
 import shutil
 
 import pytest
@@ -24,7 +23,7 @@ LINES = ["Boiler Manual", "The relief valve opens at 7.5 bar.", "Call the servic
 
 
 def _tesseract() -> str:
-    path = os.environ.get("RAGCLINIC_TESSERACT") or shutil.which("tesseract")
+    path = shutil.which("tesseract")
     if not path:
         pytest.fail("the OCR tests need Tesseract: apt-get install -y --no-install-recommends tesseract-ocr "
                     "tesseract-ocr-eng tesseract-ocr-chi-sim (make install does it when run as root)")
@@ -97,15 +96,20 @@ def test_failures_are_parse_errors_that_say_why(tmp_path):
         _parse(tmp_path, "long.tiff", many, ocr_max_pages=2)
 
 
-def test_a_picture_with_nothing_readable_is_flagged_low_confidence(tmp_path):
+def test_a_blank_picture_says_no_words_and_a_poorly_read_one_is_flagged_low(tmp_path, monkeypatch):
     _tesseract()
-    import numpy as np
-
-    noise = Image.fromarray((np.random.default_rng(0).random((600, 900)) * 255).astype("uint8"), "L")
-    (result,) = _parse(tmp_path, "noise.png", _bytes(noise, "PNG"))
+    blank = Image.new("L", (900, 600), 255)
+    (result,) = _parse(tmp_path, "blank.png", _bytes(blank, "PNG"))
     (ocr,) = result.report.ocr_pages
-    assert ocr["confidence"] < LOW_CONFIDENCE
-    assert any(w.startswith("ocr_low_confidence: page 1") for w in result.report.warnings)
+    assert ocr["confidence"] is None and "page 1: OCR found no words" in result.report.warnings
+    assert not any(w.startswith("ocr_low_confidence") for w in result.report.warnings)  # blank, not misread
+    from ragclinic.pipeline.parse import image, ocr as engine
+
+    monkeypatch.setattr(image, "read_page", lambda img, n, langs, secs: engine.OcrPage(n, ("Bo1ler rnanual",), 41.0))
+    (poor,) = _parse(tmp_path, "poor.png", _bytes(page(), "PNG"))
+    assert poor.report.ocr_pages[0]["confidence"] == 41.0
+    assert "ocr_low_confidence: page 1 read with mean confidence 41" in poor.report.warnings
+    assert LOW_CONFIDENCE == 60.0
 
 
 def test_an_ingest_of_a_bad_picture_fails_that_file_and_keeps_the_others(tmp_path):
@@ -165,3 +169,47 @@ def test_pages_over_ocr_max_pages_are_named_not_read(tmp_path):
     assert [o["page"] for o in result.report.ocr_pages] == [1] and result.report.empty_pages == (2, 3)
     assert any("pages 2-3 have no text layer and were not read: over ocr_max_pages=1" in w
                for w in result.report.warnings)
+
+
+def test_a_page_with_a_photo_and_its_caption_keeps_its_text_layer(tmp_path):
+    """Not a scan: the caption is the page's own text; the photo is not read."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=A4)
+    c.drawImage(ImageReader(page(["SOME WORDS IN THE PHOTO"])), 36, 300, width=520, height=400)
+    c.setFont("Helvetica", 10)
+    c.drawString(72, 280, "Figure 3: Pump")
+    c.showPage()
+    c.save()
+    (result,) = _parse(tmp_path, "photo.pdf", buf.getvalue())
+    assert not result.report.ocr_pages and "Figure 3: Pump" in result.document.text
+    assert "PHOTO" not in result.document.text
+
+
+def test_without_tesseract_a_scanned_pdf_page_stays_empty_and_the_report_says_how_to_read_it(tmp_path, monkeypatch):
+    from ragclinic.pipeline.parse import pdf
+
+    monkeypatch.setattr(pdf, "available", lambda: False)
+    (result,) = _parse(tmp_path, "mixed.pdf", _mixed_pdf(tmp_path))
+    assert result.report.empty_pages == (2,) and not result.report.ocr_pages
+    assert any("Tesseract is not installed" in w and "--reparse" in w for w in result.report.warnings)
+    assert "certified fitter" in result.document.text  # the text page is indexed all the same
+
+
+def test_a_long_scan_keeps_its_ingest_alive_page_by_page(tmp_path):
+    """parse_timeout_s bounds the time between two pages read by OCR (the parse worker's heartbeat), not the
+    whole scan: twelve pages in a run limited to a fraction of their total time still ingest."""
+    _tesseract()
+    from ragclinic import Clinic
+
+    frames = [page([f"Page {i} of the fax.", LINES[1]], size=(1400, 400)) for i in range(12)]
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "fax.tiff").write_bytes(_bytes(frames[0], "TIFF", save_all=True, append_images=frames[1:]))
+    with Clinic.open(tmp_path / "kb", model=None, llm="none", embedder="fake", judge="llm",
+                     cache_dir=tmp_path / "cache", parse_timeout_s=2.0) as c:
+        r = c.ingest(docs)
+        assert not r.failed and r.added == 1, r.failed

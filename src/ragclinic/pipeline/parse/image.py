@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from ragclinic.config import Settings
 from ragclinic.errors import ParseError
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed
-from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, read_page
+from ragclinic.pipeline.parse.ocr import MAX_PIXELS, read_page
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 
@@ -25,16 +25,27 @@ class ImageParser:
 
         try:
             img = Image.open(io.BytesIO(source.data))
-            frames = [f.copy() for f in ImageSequence.Iterator(img)]
-        except (UnidentifiedImageError, OSError, ValueError) as e:
+            count = getattr(img, "n_frames", 1)
+            if count > settings.ocr_max_pages:
+                raise ParseError(f"the picture has {count} pages, more than ocr_max_pages={settings.ocr_max_pages}; "
+                                 "split it, or raise RAGCLINIC_OCR_MAX_PAGES")
+            pages = [read_page(_bounded(f), n, settings.ocr, settings.ocr_page_seconds)
+                     for n, f in enumerate(ImageSequence.Iterator(img), start=1)]
+        except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError, EOFError) as e:
             raise ParseError(f"not a readable picture: {e}") from e
-        if len(frames) > settings.ocr_max_pages:
-            raise ParseError(f"the picture has {len(frames)} pages, more than ocr_max_pages={settings.ocr_max_pages}; "
-                             "split it, or raise RAGCLINIC_OCR_MAX_PAGES")
-        pages = [read_page(f, n, settings.ocr, settings.ocr_page_seconds) for n, f in enumerate(frames, start=1)]
         blocks = [Block("text", t, page=p.page, reflow=True) for p in pages for t in p.paragraphs]
         warnings = tuple(f"ocr_low_confidence: page {p.page} read with mean confidence {p.confidence:.0f}"
-                         for p in pages if p.confidence < LOW_CONFIDENCE)
+                         for p in pages if p.low) + tuple(f"page {p.page}: OCR found no words"
+                                                          for p in pages if p.confidence is None)
         info = DocInfo(self.name, raw_text="\n\n".join(p.text for p in pages),
                        metadata={"pages": len(pages), "ocr": [p.to_json() for p in pages]}, warnings=warnings)
         yield make_parsed(source, settings, assemble(blocks, page_count=len(pages)), info)
+
+
+def _bounded(frame):
+    """A frame no larger than ``MAX_PIXELS`` (scaled down when it is: a photograph of a page at 12,000 px)."""
+    pixels = frame.width * frame.height
+    if pixels <= MAX_PIXELS:
+        return frame
+    scale = (MAX_PIXELS / pixels) ** 0.5
+    return frame.resize((max(1, int(frame.width * scale)), max(1, int(frame.height * scale))))

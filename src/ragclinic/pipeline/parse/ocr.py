@@ -12,29 +12,44 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import time
 from dataclasses import dataclass
 
 from ragclinic.errors import ParseError
 
 LOW_CONFIDENCE = 60.0  # mean word confidence (0-100) under which a page's OCR text is suspect
-MIN_TEXT_CHARS = 20  # a PDF page with fewer characters in its text layer is read by OCR (a scan)
+
+
+MAX_PIXELS = 40_000_000  # a page rendered for OCR has at most this many pixels (an A4 page at 400 dpi: 15.5 M)
+_on_page: list = []  # the parse worker's heartbeat (isolate.py): each page read resets its parse_timeout_s
+
+
+def on_page(callback) -> None:
+    """Call ``callback()`` after each page read (the parse worker tells its parent it is still working)."""
+    _on_page[:] = [callback]
 
 
 @dataclass(frozen=True)
 class OcrPage:
-    """One page read by OCR: its paragraphs in reading order, the mean word confidence (0-100), the turn applied."""
+    """One page read by OCR: its paragraphs in reading order, the mean word confidence (0-100; None when it found no
+    words: a blank page), the turn applied."""
 
     page: int
     paragraphs: tuple[str, ...]
-    confidence: float
+    confidence: float | None
     turned: int = 0
+
+    @property
+    def low(self) -> bool:
+        return self.confidence is not None and self.confidence < LOW_CONFIDENCE
 
     @property
     def text(self) -> str:
         return "\n\n".join(self.paragraphs)
 
     def to_json(self) -> dict:
-        return {"page": self.page, "confidence": round(self.confidence, 1), "turned": self.turned,
+        return {"page": self.page, "confidence": None if self.confidence is None else round(self.confidence, 1),
+                "turned": self.turned,
                 "characters": sum(len(p) for p in self.paragraphs)}
 
 
@@ -55,18 +70,22 @@ def read_page(image, page: int, languages: str, seconds: float) -> OcrPage:
                          "tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim (`make install` does it), or set "
                          "ocr to '' to index such pages empty")
     gray = image.convert("L")
-    try:
+    t0 = time.monotonic()
+    try:  # one budget for the page: the orientation and the reading together
         gray, turned = _upright(pytesseract, gray, seconds)
-        data = pytesseract.image_to_data(gray, lang=languages, config="--psm 3", timeout=seconds,
+        data = pytesseract.image_to_data(gray, lang=languages, config="--psm 3",
+                                         timeout=max(1.0, seconds - (time.monotonic() - t0)),
                                          output_type=pytesseract.Output.DICT)
-    except RuntimeError as e:  # pytesseract's time-out
-        raise ParseError(f"OCR of page {page} took longer than ocr_page_seconds={seconds:g}; raise it for "
-                         "large or dense scans") from e
-    except pytesseract.TesseractError as e:
+    except pytesseract.TesseractError as e:  # a subclass of RuntimeError: first
         raise ParseError(f"OCR of page {page} failed: {e}; check that the languages {languages!r} are installed "
                          "(tesseract --list-langs)") from e
+    except RuntimeError as e:  # pytesseract's time-out ("Tesseract process timeout")
+        raise ParseError(f"OCR of page {page} took longer than ocr_page_seconds={seconds:g}; raise it for "
+                         "large or dense scans") from e
     paragraphs, confidences = _paragraphs(data, languages)
-    return OcrPage(page, tuple(paragraphs), statistics.fmean(confidences) if confidences else 0.0, turned)
+    for beat in _on_page:
+        beat()
+    return OcrPage(page, tuple(paragraphs), statistics.fmean(confidences) if confidences else None, turned)
 
 
 def _upright(pytesseract, image, seconds: float):

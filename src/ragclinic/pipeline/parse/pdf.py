@@ -7,8 +7,9 @@ interpreted once and serves text boxes, characters and table lines alike. Per pa
 - page-number footers/headers ("3", "Page 3", "3 / 10" in the top/bottom margin) are dropped;
 - boxes are put in reading order (``reading_order.py``: column by column, full-width in place);
 - single-line boxes set clearly larger than the body text become headings (levels by size).
-Page spans cover the whole text. A page without a usable text layer (a scan: under ``MIN_TEXT_CHARS``) is rendered
-at 300 dpi and read by OCR (ocr.py) when the ``ocr`` setting names languages; its confidence goes to the parse report.
+Page spans cover the whole text. A page with no visible text whose pictures cover a fifth of it (a scan) is
+rendered at its picture's own resolution (100-400 dpi) and read by OCR (ocr.py) when the ``ocr`` setting names
+languages; its confidence goes to the parse report.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
-from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, MIN_TEXT_CHARS, OcrPage, read_page
+from ragclinic.pipeline.parse.ocr import MAX_PIXELS, OcrPage, available, read_page
 from ragclinic.pipeline.parse.reading_order import Box, reading_order
 from ragclinic.types import Parsed, RecordError, SourceFile
 
@@ -32,7 +33,8 @@ MARGIN_BAND = 0.08  # share of the page height searched for page-number headers/
 _PAGE_NUMBER = re.compile(r"(?i)^\s*(page\s*)?\d{1,4}(\s*(/|of)\s*\d{1,4})?\s*$|^\s*[-–]\s*\d{1,4}\s*[-–]\s*$")
 _PLACEHOLDER_TITLES = {"", "untitled", "unknown", "title"}
 SCAN_SHARE = 0.2  # pictures covering this share of a page with no usable text make it a scan
-DPI = 300  # a scanned page is rendered at this resolution for OCR (bench/RESULTS.md, issue 39: CER at 300 vs 150)
+DPI = 300  # a scanned page whose picture does not give its resolution is rendered at this one for OCR
+DPI_RANGE = (100, 400)  # a scan is rendered at its own resolution within these bounds (time and memory)
 
 
 @dataclass(frozen=True)
@@ -88,34 +90,58 @@ class _Scans:
         self.limit = settings.ocr_max_pages if settings is not None else 0
         self.pages: list[OcrPage] = []
         self.skipped: list[int] = []
+        self.missing: list[int] = []
 
     def read(self, page, number: int) -> list[_Item]:
-        """The page read by OCR as text items (its image rendered at ``DPI``); [] when OCR is off or spent."""
+        """The page read by OCR as text items (rendered at its picture's resolution); [] when OCR is off, spent,
+        or Tesseract is not installed (the page stays empty, and the report says why)."""
         if not self.languages:
+            return []
+        if not available():
+            self.missing.append(number)
             return []
         if len(self.pages) >= self.limit:
             self.skipped.append(number)
             return []
-        done = read_page(page.to_image(resolution=DPI).original, number, self.languages, self.seconds)
+        done = read_page(page.to_image(resolution=_scan_dpi(page)).original, number, self.languages, self.seconds)
         self.pages.append(done)
         return [_Item(number, block=Block("text", t, page=number, reflow=True)) for t in done.paragraphs]
 
     def warnings(self) -> tuple[str, ...]:
         low = [f"ocr_low_confidence: page {p.page} read with mean confidence {p.confidence:.0f}"
-               for p in self.pages if p.confidence < LOW_CONFIDENCE]
+               for p in self.pages if p.low]
         more = [f"pages {self.skipped[0]}-{self.skipped[-1]} have no text layer and were not read: over "
                 f"ocr_max_pages={self.limit}"] if self.skipped else []
-        return tuple(low + more)
+        none = [f"page(s) {', '.join(map(str, self.missing))} are scans and Tesseract is not installed: apt-get "
+                "install tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim (`make install`), then ingest again "
+                "with --reparse"] if self.missing else []
+        return tuple(low + more + none)
 
 
-def _scanned(page, raw: str) -> bool:
-    """A page without a usable text layer whose pictures cover a fifth of it or more: a scan (a blank page, or one
-    with only its page number, is not)."""
-    if len("".join(raw.split())) >= MIN_TEXT_CHARS:
+def _scanned(page, items: list[_Item]) -> bool:
+    """A page with no visible text (a page number aside) whose pictures cover a fifth of it or more: a scan. A page
+    with any text of its own keeps it (a photo with its caption, a slide with its title)."""
+    if items:
         return False
     area = float(page.width * page.height) or 1.0
     pictures = sum(max(0.0, float(i["x1"] - i["x0"])) * max(0.0, float(i["bottom"] - i["top"])) for i in page.images)
     return pictures / area >= SCAN_SHARE
+
+
+def _scan_dpi(page) -> int:
+    """The resolution to render a scanned page at: its picture's own (upsampling a 150 dpi scan to 300 dpi makes
+    its noise into letters: CER 0.14 against 0.017 at its own resolution, bench/RESULTS.md issue 39), within
+    ``DPI_RANGE``; ``DPI`` when the picture does not say."""
+    native = []
+    for i in page.images:
+        width_pt = float(i["x1"] - i["x0"])
+        size = i.get("srcsize") or ()
+        if width_pt > 0 and len(size) == 2 and size[0]:
+            native.append(float(size[0]) / (width_pt / 72.0))
+    lo, hi = DPI_RANGE
+    dpi = min(hi, max(lo, max(native))) if native else DPI
+    inches = float(page.width * page.height) / (72.0 * 72.0) or 1.0
+    return round(min(dpi, (MAX_PIXELS / inches) ** 0.5))  # a huge page is rendered coarser, not out of memory
 
 
 def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
@@ -138,7 +164,7 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
             title = str(pdf.metadata.get("Title") or "").strip()
             for number, page in enumerate(pdf.pages, start=1):
                 page_items, raw = _page_items(page, hidden, keep_hidden)
-                if scans is not None and _scanned(page, raw):
+                if scans is not None and _scanned(page, page_items):
                     if ocr_items := scans.read(page, number):
                         page_items, raw = ocr_items, scans.pages[-1].text
                 items += page_items
