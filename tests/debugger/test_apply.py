@@ -164,3 +164,4 @@ def test_cli_apply_json_contract_and_usage(folder, monkeypatch):
     assert text.exit_code == 0 and "fixed" in text.output and "tried tag" in text.output
     bad = CliRunner().invoke(app, ["diagnose", "--kb", str(folder / "kb"), "-q", Q, "--expected", "45", "--keep"])
     assert bad.exit_code == 2 and "--keep and --side-effects go with --apply" in bad.output
+

@@ -9,6 +9,7 @@ from typing import Any
 
 from ragclinic.debugger.base import Fix, Case, LayerReport, around, fault, locate_any, not_reached, ok
 from ragclinic.debugger.raw import raw_text
+from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, stored_pages
 from ragclinic.text.support import content_terms
 from ragclinic.types import Chunk, Hit
 from pathlib import Path
@@ -16,6 +17,7 @@ from ragclinic.types import Scope
 from ragclinic.types import AskRequest, AskState
 
 _DOC_COLS = ("doc_id", "path", "record_key", "title", "mtime", "tags", "text")
+_PICTURES = (".png", ".jpg", ".jpeg", ".tif", ".tiff")
 
 
 def documents(db, where: str = "", args: tuple = ()) -> list[dict[str, Any]]:
@@ -42,6 +44,8 @@ def probe_parse(case: Case) -> LayerReport:
         docs = [d for d in documents(db) if locate_any(answers, d["text"])]
         if not docs:  # perhaps the parser garbled it: look in the raw text of the likeliest documents
             docs = _likely_sources(case, answers)
+        if not docs and (read := _read_by_ocr(case, documents(case.kb.db))):
+            return read  # the answer may be on a page OCR misread
         if not docs:
             return fault("no document in the knowledge base states the expected answer",
                          "ingest the document that states it, or pass --gold-doc if it says it in other words",
@@ -79,8 +83,27 @@ def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _read_by_ocr(case: Case, docs: list[dict[str, Any]]) -> LayerReport | None:
+    """A fault at the pages OCR read (the least confident first), when the answer is in no text and some of these
+    documents were scans or pictures: OCR may have misread it. None when none was read by OCR."""
+    pages = stored_pages(case.kb.db, [d["doc_id"] for d in docs])
+    read = sorted(((o.get("confidence") if o.get("confidence") is not None else -1.0, d, o)
+                   for d in docs for o in pages.get(d["doc_id"], ())), key=lambda x: x[0])
+    if not read:
+        return None
+    conf, d, o = read[0]
+    how = f"mean confidence {conf:.0f}" if conf >= 0 else "no words found"
+    low = " — under 60, misread" if 0 <= conf < LOW_CONFIDENCE else ""
+    return fault(f"the expected answer is in no parsed text; {d['path']} page {o['page']} was read by OCR ({how}{low})",
+                 f"the answer may be on a page OCR read: look at page {o['page']} of {d['path']}; rescan it at 300 dpi or "
+                 "more, or ingest a copy with a text layer", doc_id=d["doc_id"], path=d["path"],
+                 ocr_pages=[{"doc_id": x["doc_id"], **p} for _, x, p in read[:5]])
+
+
 def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str]) -> LayerReport:
     for d in docs:
+        if Path(d["path"]).suffix.lower() in _PICTURES:  # a picture's raw file holds no text to compare
+            continue
         try:
             raw = raw_text(d["path"], d["record_key"], case.kb.settings)
         except Exception as e:  # noqa: BLE001 - a source changed or gone since ingest: say so, go on
@@ -115,6 +138,8 @@ def _lost_in_parsing(case: Case, docs: list[dict[str, Any]], answers: list[str])
                      f"the parser drops or garbles the text around '{answer}'{where}: check `ragclinic kb report "
                      f"{d['doc_id']}` (garbled characters, lost keywords) and re-ingest a cleaner export",
                      **evidence)
+    if (read := _read_by_ocr(case, docs)) is not None:  # not in the raw text either: a page OCR read, perhaps
+        return read
     return ok("the expected answer is not written in the gold document as given (a paraphrase?): later "
               "probes use its best-matching chunk", documents=[d["doc_id"] for d in docs])
 

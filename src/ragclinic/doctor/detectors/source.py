@@ -5,10 +5,8 @@ lasting fix is a better scan (300 dpi) or a copy with a text layer, which the ev
 
 from __future__ import annotations
 
-import json
-
 from ragclinic.doctor.symptoms import DETECTORS, Exam
-from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE
+from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, stored_pages
 from ragclinic.types import Symptom
 
 
@@ -22,7 +20,7 @@ class OcrLowConfidence:
         cited = {c.chunk_id for c in exam.answer.citations} if exam.answer is not None else set()
         passages = [p for p in exam.passages if not cited or p.chunk.id in cited]
         low = []
-        reports = _ocr_pages(exam.kb.db, {p.chunk.doc_id for p in passages})
+        reports = stored_pages(exam.kb.db, {p.chunk.doc_id for p in passages})
         for p in passages:
             for o in reports.get(p.chunk.doc_id, ()):
                 conf = o.get("confidence")
@@ -37,12 +35,3 @@ class OcrLowConfidence:
                        f"passage [{p.n}] was read by OCR from {where} with mean confidence {o['confidence']:.0f} "
                        f"(under {LOW_CONFIDENCE:.0f}): its words may be misread; a 300 dpi scan or a copy with a text "
                        "layer fixes it", data={"passages": [x.n for x, _ in low]})
-
-
-def _ocr_pages(db, doc_ids: set[str]) -> dict[str, list[dict]]:
-    """Each document's OCR'd pages, from its stored parse report."""
-    if not doc_ids:
-        return {}
-    rows = db.conn.execute(f"SELECT doc_id, parse_report FROM documents WHERE doc_id IN "
-                           f"({','.join('?' * len(doc_ids))})", sorted(doc_ids))
-    return {d: list((json.loads(r) if r else {}).get("ocr_pages") or ()) for d, r in rows}

@@ -127,3 +127,15 @@ def _join(words: list[str]) -> str:
 
 def _cjk(ch: str) -> bool:
     return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\uffef"
+
+
+def stored_pages(db, doc_ids) -> dict[str, list[dict]]:
+    """Each document's pages read by OCR, from its stored parse report (``ocr_pages``; [] for a text document)."""
+    import json  # on use: a diagnosis's read of stored reports
+
+    ids = sorted(set(doc_ids))
+    if not ids:
+        return {}
+    rows = db.conn.execute(f"SELECT doc_id, parse_report FROM documents WHERE doc_id IN ({','.join('?' * len(ids))})",
+                           ids)
+    return {d: list((json.loads(r) if r else {}).get("ocr_pages") or ()) for d, r in rows}
