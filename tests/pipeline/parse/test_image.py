@@ -213,3 +213,29 @@ def test_a_long_scan_keeps_its_ingest_alive_page_by_page(tmp_path):
                      cache_dir=tmp_path / "cache", parse_timeout_s=2.0) as c:
         r = c.ingest(docs)
         assert not r.failed and r.added == 1, r.failed
+
+
+def test_a_screenshot_pasted_into_a_word_file_is_read_after_its_paragraph(tmp_path):
+    _tesseract()
+    from docx import Document
+    from docx.shared import Inches
+
+    doc = Document()
+    doc.add_heading("Boiler notes", level=1)
+    doc.add_paragraph("The service desk pasted the display below.")
+    shot = tmp_path / "shot.png"
+    page(LINES[1:3]).save(shot)
+    doc.add_paragraph().add_run().add_picture(str(shot), width=Inches(6))
+    doc.add_paragraph("End of the notes.")
+    icon = tmp_path / "icon.png"
+    Image.new("L", (40, 40), 0).save(icon)
+    doc.add_paragraph().add_run().add_picture(str(icon))  # an icon: too small to hold text, not read
+    buf = io.BytesIO()
+    doc.save(buf)
+    (result,) = _parse(tmp_path, "notes.docx", buf.getvalue())
+    text, report = result.document.text, result.report
+    assert "7.5 bar" in text and "0800 555 0142" in text
+    assert text.index("pasted the display") < text.index("7.5 bar") < text.index("End of the notes")
+    assert [o["picture"] for o in report.ocr_pages] == [1] and report.ocr_pages[0]["confidence"] > LOW_CONFIDENCE
+    (off,) = _parse(tmp_path, "notes.docx", buf.getvalue(), ocr="")
+    assert "7.5 bar" not in off.document.text and not off.report.ocr_pages

@@ -1,4 +1,5 @@
-"""DOCX via python-docx, in body order: paragraphs and tables interleaved as in the file.
+"""DOCX via python-docx, in body order: paragraphs and tables interleaved as in the file; pictures in paragraphs
+(screenshots, pasted scans) read by OCR after the paragraph that holds them.
 
 Heading styles ("Title", "Heading 1".."Heading 9") give the section path; "Title" counts as level 1
 so that the document title does not become a prefix of every heading path. Tables become Table
@@ -19,9 +20,13 @@ from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
+from ragclinic.pipeline.parse.ocr import available, read_page
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_R = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+MIN_PICTURE_PIXELS = 60_000  # smaller pictures (icons, logos, bullets) are not read by OCR
 _HEADING = re.compile(r"heading\s*([1-9])$", re.I)
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc, and password-protected .docx
 
@@ -40,8 +45,10 @@ class DocxParser:
         # The visible Title paragraph beats core properties, which are often template leftovers.
         title = _first_title(document) or (document.core_properties.title or "").strip()
         hidden: list[Hidden] = []
-        blocks = list(_body_blocks(document, hidden, settings.keep_hidden_text))
-        info = DocInfo(self.name, raw_text=raw, title=title, hidden=tuple(hidden))
+        pictures = _Pictures(document, settings)
+        blocks = list(_body_blocks(document, hidden, settings.keep_hidden_text, pictures))
+        info = DocInfo(self.name, raw_text=raw + pictures.text(), title=title, hidden=tuple(hidden),
+                       metadata={"ocr": pictures.read} if pictures.read else {}, warnings=pictures.warnings())
         yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
 
 
@@ -121,7 +128,63 @@ def _style_name(paragraph) -> str:
         return ""
 
 
-def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool) -> Iterator[Block]:
+class _Pictures:
+    """Pictures in the document's paragraphs (screenshots, scanned pages pasted in) read by OCR when the ``ocr``
+    setting names languages: their text follows the paragraph that holds them. Small ones (icons, logos: under
+    ``MIN_PICTURE_PIXELS``) and pictures past ``ocr_max_pages`` are not read."""
+
+    def __init__(self, document, settings: Settings) -> None:
+        self.document, self.settings = document, settings
+        self.read: list[dict] = []
+        self.pages: list = []
+        self.skipped = 0
+
+    def blocks(self, element) -> list[Block]:
+        if not self.settings.ocr or not available():
+            return []
+        out = []
+        for blip in element.iter(f"{_A}blip"):
+            part = self.document.part.related_parts.get(blip.get(f"{_R}embed") or "")
+            image = _picture(part)
+            if image is None:
+                continue
+            if len(self.read) >= self.settings.ocr_max_pages:
+                self.skipped += 1
+                continue
+            done = read_page(image, len(self.read) + 1, self.settings.ocr, self.settings.ocr_page_seconds)
+            self.read.append({**done.to_json(), "picture": len(self.read) + 1})
+            self.pages.append(done)
+            out += [Block("text", t, reflow=True) for t in done.paragraphs]
+        return out
+
+    def text(self) -> str:
+        return "".join("\n\n" + p.text for p in self.pages)
+
+    def warnings(self) -> tuple[str, ...]:
+        low = [f"ocr_low_confidence: picture {n} read with mean confidence {p.confidence:.0f}"
+               for n, p in enumerate(self.pages, start=1) if p.low]
+        return tuple(low + ([f"{self.skipped} picture(s) not read: over ocr_max_pages="
+                             f"{self.settings.ocr_max_pages}"] if self.skipped else []))
+
+
+def _picture(part):
+    """The picture of an image part, None for anything else or a picture too small to hold text."""
+    if part is None or not str(getattr(part, "content_type", "")).startswith("image/"):
+        return None
+    from PIL import Image, UnidentifiedImageError  # on use: Pillow, for pictures only
+
+    try:
+        image = Image.open(io.BytesIO(part.blob))
+        if image.width * image.height < MIN_PICTURE_PIXELS:
+            return None
+        image.load()
+        return image
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError):
+        return None  # a picture it cannot open holds no text it could read
+
+
+def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool, pictures: _Pictures | None = None
+                 ) -> Iterator[Block]:
     from docx.table import Table as DocxTable  # on use: python-docx, needed only for DOCX documents
     from docx.text.paragraph import Paragraph  # on use: python-docx, needed only for DOCX documents
 
@@ -139,6 +202,8 @@ def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool) -> Iterator[
                 yield Block("text", f"- {text}" if text.strip() else "")
             else:
                 yield Block("text", text)
+            if pictures is not None:
+                yield from pictures.blocks(child)
         elif child.tag == f"{_W}tbl":
             rows = [_row_texts(row) for row in DocxTable(child, document).rows]
             block = table_block(rows) if rows else None
