@@ -114,14 +114,20 @@ def test_a_tenants_table_question_sees_only_its_tables(two, q):
     res = c.consult(q, doctor=False, cache=False, enforced={"tenant": "acme"})
     for prompt in _plan_prompts(lm, since):  # what the model was shown: acme's table only
         shown = prompt.split("Passages:")[0]
-        assert theirs not in shown and not [s for s in GLOBEX_SECRETS if s in shown.lower()], shown
+        assert theirs not in shown and not [s for s in GLOBEX_SECRETS if s in _no_ids(shown.lower())], shown
     gate = res.trace.span("gate").outputs
     assert set(gate.get("tables", [])) <= {mine}
     for call in res.payload.get("tools", []):
         out = (call["output"] or "") + (call["error"] or "")
-        assert not [s for s in GLOBEX_SECRETS if s in out.lower()], call
-    text = json.dumps(res.payload).lower().replace(q.lower(), "")
+        assert not [s for s in GLOBEX_SECRETS if s in _no_ids(out.lower())], call
+    text = _no_ids(json.dumps(res.payload).lower().replace(q.lower(), ""))
     assert not [s for s in GLOBEX_SECRETS if s in text], text
+
+
+def _no_ids(text: str) -> str:
+    """``text`` without the hex ids and table names (chunk, doc and trace ids, t_<hex>_<n>): a secret number such as
+    "913" can occur in a hash by chance (a chunk id "…aed99130…" failed this test once)."""
+    return re.sub(r"\b(?:t_)?[0-9a-f][0-9a-f_-]{9,}\b", " ", text)
 
 
 def test_the_admins_table_question_sees_both(two):
