@@ -37,13 +37,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
     repairs = RepairQueue(pool, settings, metrics)
 
-    def kb_health() -> dict:
-        if not (settings.kb / "kb.sqlite3").exists():  # nothing ingested yet: no questions either
-            return {"current": health_stats([]), "baseline": health_stats([])}
-        with pool.searcher() as c:
-            return c.health(days=8)  # the gauges need the 24 h window and the 7-day baseline only
-
-    metrics.watch_health(kb_health)
+    metrics.watch_health(_health_source(settings, pool))
 
     @asynccontextmanager
     async def lifespan(_app):
@@ -96,6 +90,17 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.add_middleware(BrowserGuard, state=lambda: app.state.rc)
 
     return app
+
+
+def _health_source(settings: Settings, pool: ClinicPool):
+    """What /metrics reads the knowledge base's health gauges from (trace/health.py)."""
+    def kb_health() -> dict:
+        if not (settings.kb / "kb.sqlite3").exists():  # nothing ingested yet: no questions either
+            return {"current": health_stats([]), "baseline": health_stats([])}
+        with pool.searcher() as c:
+            return c.health(days=8)  # the gauges need the 24 h window and the 7-day baseline only
+
+    return kb_health
 
 
 def _install_docs(app: FastAPI) -> None:
