@@ -70,6 +70,7 @@ class Settings(BaseSettings):
                                               "(scans, pictures); empty: no OCR, such a page stays empty.")
     ocr_page_seconds: float = Field(60.0, gt=0, description="OCR time one page may take; a page over it fails.")
     ocr_max_pages: int = Field(200, ge=1, description="Pages of one document read by OCR, at most.")
+    ocr_workers: int = Field(2, ge=1, le=32, description="Pages read by OCR at once (a tesseract process each).")
     keep_hyphens: list[str] = Field([], description="Compounds whose hyphen at a line break is always kept "
                                      "(\"cash-flow\"): for ones the de-hyphenation joins. Re-ingest with "
                                      "--reparse after changing it.")

@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import api, errors, openai_api, ui, ui_diagnose, ui_health
+from ragclinic.server import api, errors, openai_api, ui, ui_diagnose, ui_health, ui_scans
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
 from ragclinic.server.guard import BrowserGuard
@@ -85,6 +85,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     ui.install(app)
     app.include_router(ui_diagnose.router)  # the trace page's diagnose panel
     app.include_router(ui_health.router)  # the health page (admin keys)
+    app.include_router(ui_scans.router)  # the page picture beside a passage read by OCR
     _install_docs(app)
     # outermost: a request for another host, or from another origin, is refused before anything reads it
     app.add_middleware(BrowserGuard, state=lambda: app.state.rc)

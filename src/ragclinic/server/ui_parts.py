@@ -113,16 +113,17 @@ def owner_of(caller: Principal) -> str:
 
 def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str, Any]:
     """The cited passage inside its document's text (highlighted), or the trace's copy if the document changed.
-    Every way of not finding it — no such chunk, another tenant's, a trace the key may not read — is the same 404."""
+    Every way of not finding it — no such chunk, another tenant's, a trace the key may not read — is the same 404.
+    A passage from a page read by OCR says so, with the engine's confidence and the page's picture beside it."""
     row = clinic.kb.db.conn.execute('SELECT c.doc_id, c.start, c."end", c.section, c.page, c.text, d.text, d.title, '
-                                    'd.path, d.tags FROM chunks c JOIN documents d ON d.doc_id = c.doc_id '
-                                    'WHERE c.chunk_id = ?', [chunk_id]).fetchone()
+                                    'd.path, d.tags, d.parse_report FROM chunks c JOIN documents d '
+                                    'ON d.doc_id = c.doc_id WHERE c.chunk_id = ?', [chunk_id]).fetchone()
     if row is not None and not (caller.tenant and json.loads(row[9]).get("tenant") != caller.tenant):
-        doc_id, start, end, section, page_no, text, doc_text, title, path, tags = row
+        doc_id, start, end, section, page_no, text, doc_text, title, path, tags, report = row
         path = local_paths(path, clinic.settings) if caller.tenant else path
         return {"title": title or path, "path": path, "section": " › ".join(json.loads(section)), "page": page_no,
                 "before": doc_text[max(0, start - 4000):start], "cited": doc_text[start:end],
-                "after": doc_text[end:end + 4000]}
+                "after": doc_text[end:end + 4000], "ocr": ocr_read(report, page_no, chunk_id)}
     if row is None and trace_id:  # re-ingested since: the trace holds the chunk whole
         try:
             t = own_trace(clinic, trace_id, caller)
@@ -134,6 +135,21 @@ def passage(clinic, chunk_id: str, trace_id: str, caller: Principal) -> dict[str
                         "section": " › ".join(p.chunk.section), "page": p.chunk.page, "before": "",
                         "cited": p.chunk.text, "after": ""}
     raise ApiError(404, "not_found", "no such passage (its document was changed or removed)")
+
+
+def ocr_read(report: str | None, page: int | None, chunk_id: str) -> dict[str, Any] | None:
+    """How the passage's page was read by OCR (its confidence, a picture on it or the whole page, the URL of the
+    page's image), None when it was read from a text layer."""
+    if page is None or not report:
+        return None
+    reads = [r for r in json.loads(report).get("ocr_pages") or () if r.get("page") == page]
+    if not reads:
+        return None
+    known = [r["confidence"] for r in reads if r.get("confidence") is not None]
+    confidence = min(known) if known else None
+    return {"page": page, "confidence": confidence, "pictures": sum(1 for r in reads if r.get("picture")),
+            "whole": any(not r.get("picture") for r in reads), "low": confidence is not None and confidence < 60,
+            "image": f"/passage/{chunk_id}/page.png"}
 
 
 def trace_context(t, answer_html, db=None) -> dict[str, Any]:

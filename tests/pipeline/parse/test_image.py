@@ -105,7 +105,7 @@ def test_a_blank_picture_says_no_words_and_a_poorly_read_one_is_flagged_low(tmp_
     assert not any(w.startswith("ocr_low_confidence") for w in result.report.warnings)  # blank, not misread
     from ragclinic.pipeline.parse import image, ocr as engine
 
-    monkeypatch.setattr(image, "read_page", lambda img, n, langs, secs: engine.OcrPage(n, ("Bo1ler rnanual",), 41.0))
+    monkeypatch.setattr(engine, "read_page", lambda img, n, langs, secs: engine.OcrPage(n, ("Bo1ler rnanual",), 41.0))
     (poor,) = _parse(tmp_path, "poor.png", _bytes(page(), "PNG"))
     assert poor.report.ocr_pages[0]["confidence"] == 41.0
     assert "ocr_low_confidence: page 1 read with mean confidence 41" in poor.report.warnings
@@ -172,7 +172,7 @@ def test_pages_over_ocr_max_pages_are_named_not_read(tmp_path):
 
 
 def test_a_page_with_a_photo_and_its_caption_keeps_its_text_layer(tmp_path):
-    """Not a scan: the caption is the page's own text; the photo is not read."""
+    """Not a scan: the caption is the page's own text, and the words in the picture come with it."""
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.utils import ImageReader
     from reportlab.pdfgen import canvas
@@ -185,14 +185,14 @@ def test_a_page_with_a_photo_and_its_caption_keeps_its_text_layer(tmp_path):
     c.showPage()
     c.save()
     (result,) = _parse(tmp_path, "photo.pdf", buf.getvalue())
-    assert not result.report.ocr_pages and "Figure 3: Pump" in result.document.text
-    assert "PHOTO" not in result.document.text
+    assert [o.get("picture") for o in result.report.ocr_pages] == [1]  # the picture, not the page
+    assert "Figure 3: Pump\nSOME WORDS IN THE PHOTO" in result.document.text
 
 
 def test_without_tesseract_a_scanned_pdf_page_stays_empty_and_the_report_says_how_to_read_it(tmp_path, monkeypatch):
-    from ragclinic.pipeline.parse import pdf
+    from ragclinic.pipeline.parse import pdf_ocr
 
-    monkeypatch.setattr(pdf, "available", lambda: False)
+    monkeypatch.setattr(pdf_ocr, "available", lambda: False)
     (result,) = _parse(tmp_path, "mixed.pdf", _mixed_pdf(tmp_path))
     assert result.report.empty_pages == (2,) and not result.report.ocr_pages
     assert any("Tesseract is not installed" in w and "--reparse" in w for w in result.report.warnings)

@@ -1,5 +1,6 @@
 """DOCX via python-docx, in body order: paragraphs and tables interleaved as in the file; pictures in paragraphs
-(screenshots, pasted scans) read by OCR after the paragraph that holds them.
+(screenshots, pasted scans) read by OCR after the paragraph that holds them — or, when the next paragraph is the
+picture's caption ("Caption" style, or "Figure 2: …" / "图 2 …"), with that caption, in one block.
 
 Heading styles ("Title", "Heading 1".."Heading 9") give the section path; "Title" counts as level 1
 so that the document title does not become a prefix of every heading path. Tables become Table
@@ -15,12 +16,13 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
-from ragclinic.pipeline.parse.ocr import available, read_page
+from ragclinic.pipeline.parse.ocr import available, figure_block, is_caption, read_page
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
@@ -154,7 +156,7 @@ class _Pictures:
             done = read_page(image, len(self.read) + 1, self.settings.ocr, self.settings.ocr_page_seconds)
             self.read.append({**done.to_json(), "picture": len(self.read) + 1})
             self.pages.append(done)
-            out += [Block("text", t, reflow=True) for t in done.paragraphs]
+            out += [replace(b, page=None) for b in done.blocks()]  # a picture number is not a page of the file
         return out
 
     def text(self) -> str:
@@ -188,12 +190,19 @@ def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool, pictures: _P
     from docx.table import Table as DocxTable  # on use: python-docx, needed only for DOCX documents
     from docx.text.paragraph import Paragraph  # on use: python-docx, needed only for DOCX documents
 
+    figure: list[Block] = []  # the last paragraph's pictures' text: its caption, if next, goes with it
     for child in _body_elements(document.element.body):
         if child.tag == f"{_W}p":
             paragraph = Paragraph(child, document)
             style = _style_name(paragraph)
             text = _visible_text(paragraph, hidden, keep_hidden)
             heading = _HEADING.match(style)
+            if figure and text.strip() and (style == "caption" or is_caption(text)):
+                yield from _captioned(text, figure)
+                figure = []
+                continue
+            yield from figure
+            figure = []
             if style == "title":
                 yield Block("heading", text, level=1, reflow=True)
             elif heading:
@@ -203,12 +212,22 @@ def _body_blocks(document, hidden: list[Hidden], keep_hidden: bool, pictures: _P
             else:
                 yield Block("text", text)
             if pictures is not None:
-                yield from pictures.blocks(child)
+                figure = pictures.blocks(child)
         elif child.tag == f"{_W}tbl":
+            yield from figure
+            figure = []
             rows = [_row_texts(row) for row in DocxTable(child, document).rows]
             block = table_block(rows) if rows else None
             if block is not None:
                 yield block
+    yield from figure
+
+
+def _captioned(caption: str, figure: list[Block]) -> list[Block]:
+    """A picture's caption with the text read in it, one block (no chunk boundary between them); its tables after."""
+    text = "\n".join(b.text for b in figure if b.kind == "text")
+    first = figure_block(caption, text, None)
+    return ([first] if first is not None else []) + [b for b in figure if b.kind == "table"]
 
 
 def _visible_text(paragraph, hidden: list[Hidden], keep_hidden: bool) -> str:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from ragclinic.config import Settings
 from ragclinic.errors import ParseError
-from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed
-from ragclinic.pipeline.parse.ocr import MAX_PIXELS, read_page
+from ragclinic.pipeline.parse.base import DocInfo, assemble, make_parsed
+from ragclinic.pipeline.parse.ocr import MAX_PIXELS, OcrPool, without_running
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 
@@ -29,11 +29,13 @@ class ImageParser:
             if count > settings.ocr_max_pages:
                 raise ParseError(f"the picture has {count} pages, more than ocr_max_pages={settings.ocr_max_pages}; "
                                  "split it, or raise RAGCLINIC_OCR_MAX_PAGES")
-            pages = [read_page(_bounded(f), n, settings.ocr, settings.ocr_page_seconds)
-                     for n, f in enumerate(ImageSequence.Iterator(img), start=1)]
+            with OcrPool(settings.ocr, settings.ocr_page_seconds, settings.ocr_workers) as pool:
+                for n, frame in enumerate(ImageSequence.Iterator(img), start=1):
+                    pool.submit(_bounded(frame.copy()), n)  # a copy: the next frame reuses the decoder's buffer
+                pages = without_running(list(pool.results().values()))
         except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError, EOFError) as e:
             raise ParseError(f"not a readable picture: {e}") from e
-        blocks = [Block("text", t, page=p.page, reflow=True) for p in pages for t in p.paragraphs]
+        blocks = [b for p in pages for b in p.blocks()]
         warnings = tuple(f"ocr_low_confidence: page {p.page} read with mean confidence {p.confidence:.0f}"
                          for p in pages if p.low) + tuple(f"page {p.page}: OCR found no words"
                                                           for p in pages if p.confidence is None)

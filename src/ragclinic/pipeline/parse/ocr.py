@@ -10,18 +10,34 @@ mean word confidence is under ``LOW_CONFIDENCE`` is flagged (the parse report's 
 
 from __future__ import annotations
 
+import re
 import shutil
 import statistics
+import threading
 import time
-from dataclasses import dataclass
+from collections import Counter, deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from ragclinic.errors import ParseError
+from ragclinic.pipeline.parse.base import Block, markdown_table, reflow
+from ragclinic.pipeline.parse.reading_order import in_margin, is_page_number
+from ragclinic.pipeline.parse.scan_layout import fill_grid, find_grids, join_words, skew_angle
 
 LOW_CONFIDENCE = 60.0  # mean word confidence (0-100) under which a page's OCR text is suspect
 
 
+CROP_BORDER = 20  # pixels of white around a table read on its own
+RULE_ERASE = 4  # pixels either side of a table's rule painted white before its cells are read
 MAX_PIXELS = 40_000_000  # a page rendered for OCR has at most this many pixels (an A4 page at 400 dpi: 15.5 M)
 _on_page: list = []  # the parse worker's heartbeat (isolate.py): each page read resets its parse_timeout_s
+_beat_lock = threading.Lock()
+
+Rows = tuple[tuple[str, ...], ...]
+_CAPTION = re.compile(r"(?i)^\s*(fig(ure)?\.?|photo|picture|diagram|chart|plate|screenshot|illustration|"
+                      r"图|圖|插图|照片|示意图)\s*[\dA-Za-z一二三四五六七八九十]")
 
 
 def on_page(callback) -> None:
@@ -32,25 +48,38 @@ def on_page(callback) -> None:
 @dataclass(frozen=True)
 class OcrPage:
     """One page read by OCR: its paragraphs in reading order, the mean word confidence (0-100; None when it found no
-    words: a blank page), the turn applied."""
+    words: a blank page), the turn applied; ``tables``: each ruled table's rows and the paragraph it comes before;
+    ``edges``: the paragraphs in the top or bottom margin (a running header or footer, if it repeats)."""
 
     page: int
     paragraphs: tuple[str, ...]
     confidence: float | None
     turned: int = 0
+    tables: tuple[tuple[int, Rows], ...] = ()
+    edges: tuple[int, ...] = ()
 
     @property
     def low(self) -> bool:
         return self.confidence is not None and self.confidence < LOW_CONFIDENCE
 
+    def blocks(self) -> list[Block]:
+        """The page as parse blocks in reading order: paragraphs (reflowed) and tables."""
+        out: list[Block] = []
+        for i in range(len(self.paragraphs) + 1):
+            out += [Block("table", rows=rows, page=self.page) for at, rows in self.tables if at == i]
+            if i < len(self.paragraphs):
+                out.append(Block("text", self.paragraphs[i], page=self.page, reflow=True))
+        return out
+
     @property
     def text(self) -> str:
-        return "\n\n".join(self.paragraphs)
+        return "\n\n".join(b.text if b.kind == "text" else markdown_table(b.rows) for b in self.blocks())
 
     def to_json(self) -> dict:
         return {"page": self.page, "confidence": None if self.confidence is None else round(self.confidence, 1),
-                "turned": self.turned,
-                "characters": sum(len(p) for p in self.paragraphs)}
+                "turned": self.turned, "tables": len(self.tables),
+                "characters": sum(len(p) for p in self.paragraphs) + sum(len(c) for _, rows in self.tables
+                                                                         for row in rows for c in row)}
 
 
 def available() -> bool:
@@ -60,7 +89,8 @@ def available() -> bool:
 
 def read_page(image, page: int, languages: str, seconds: float) -> OcrPage:
     """``image`` (a PIL image) read by Tesseract in ``languages`` ("eng+chi_sim"); ParseError naming the page when
-    the engine is missing, fails or takes longer than ``seconds``."""
+    the engine is missing, fails or takes longer than ``seconds``. The page is turned upright, then deskewed, then
+    read; ruled tables become tables (scan_layout.py) and page numbers in the margins are dropped."""
     try:
         import pytesseract  # on use: the OCR binding, only for pages without text
     except ImportError as e:  # pragma: no cover - a core dependency
@@ -71,21 +101,78 @@ def read_page(image, page: int, languages: str, seconds: float) -> OcrPage:
                          "ocr to '' to index such pages empty")
     gray = image.convert("L")
     t0 = time.monotonic()
+
+    def left() -> float:
+        return max(1.0, seconds - (time.monotonic() - t0))
+
     try:  # one budget for the page: the orientation and the reading together
         gray, turned = _upright(pytesseract, gray, seconds)
-        data = pytesseract.image_to_data(gray, lang=languages, config="--psm 3",
-                                         timeout=max(1.0, seconds - (time.monotonic() - t0)),
-                                         output_type=pytesseract.Output.DICT)
+        gray = _deskewed(gray)
+        pixels = np.asarray(gray)
+        grids = find_grids(pixels)
+        data = _data(pytesseract, _blanked(pixels, grids) if grids else gray, languages, "--psm 3", left())
+        # A ruled table is read on its own, its rules erased, as one block of lines: the page's automatic
+        # segmentation reads few words between rules (3 of 12 cells on the test table).
+        cells = [_shifted(_data(pytesseract, _table_crop(pixels, g), languages, "--psm 6", left()), g) for g in grids]
     except pytesseract.TesseractError as e:  # a subclass of RuntimeError: first
         raise ParseError(f"OCR of page {page} failed: {e}; check that the languages {languages!r} are installed "
                          "(tesseract --list-langs)") from e
     except RuntimeError as e:  # pytesseract's time-out ("Tesseract process timeout")
         raise ParseError(f"OCR of page {page} took longer than ocr_page_seconds={seconds:g}; raise it for "
                          "large or dense scans") from e
-    paragraphs, confidences = _paragraphs(data, languages)
-    for beat in _on_page:
-        beat()
-    return OcrPage(page, tuple(paragraphs), statistics.fmean(confidences) if confidences else None, turned)
+    done = layout(page, data, float(pixels.shape[0]), turned, tuple(zip(grids, cells)))
+    with _beat_lock:  # pages are read by a pool of threads; the heartbeat's pipe takes one message at a time
+        for beat in _on_page:
+            beat()
+    return done
+
+
+def _data(pytesseract, image, languages: str, config: str, seconds: float) -> dict:
+    return pytesseract.image_to_data(image, lang=languages, config=config, timeout=seconds,
+                                     output_type=pytesseract.Output.DICT)
+
+
+def _blanked(pixels: np.ndarray, grids) -> "object":
+    """The page with its ruled tables painted white (they are read on their own)."""
+    from PIL import Image  # on use: Pillow, for scans only
+
+    out = pixels.copy()
+    for g in grids:
+        x0, y0, x1, y1 = g.box
+        out[max(0, y0 - 3):y1 + 4, max(0, x0 - 3):x1 + 4] = 255
+    return Image.fromarray(out)
+
+
+def _table_crop(pixels: np.ndarray, grid) -> "object":
+    """A table's region with its rules erased (and a white border: Tesseract reads text at an image's very edge
+    poorly)."""
+    from PIL import Image, ImageOps  # on use: Pillow, for scans only
+
+    x0, y0, x1, y1 = grid.box
+    out = pixels[y0:y1 + 1, x0:x1 + 1].copy()
+    for y in grid.rows:
+        out[max(0, y - y0 - RULE_ERASE):y - y0 + RULE_ERASE + 1, :] = 255
+    for x in grid.cols:
+        out[:, max(0, x - x0 - RULE_ERASE):x - x0 + RULE_ERASE + 1] = 255
+    return ImageOps.expand(Image.fromarray(out), border=CROP_BORDER, fill=255)
+
+
+def _shifted(data: dict, grid) -> dict:
+    """A table crop's words in page coordinates."""
+    x0, y0 = grid.box[0] - CROP_BORDER, grid.box[1] - CROP_BORDER
+    return {**data, "left": [v + x0 for v in data["left"]], "top": [v + y0 for v in data["top"]]}
+
+
+def _deskewed(gray):
+    """The page rotated by the angle that levels its lines (scan_layout.skew_angle); as it is when level."""
+    angle = skew_angle(np.asarray(gray))
+    return gray.rotate(angle, resample=_bicubic(), expand=True, fillcolor=255) if angle else gray
+
+
+def _bicubic():
+    from PIL import Image  # on use: Pillow, for scans only
+
+    return Image.BICUBIC
 
 
 def _upright(pytesseract, image, seconds: float):
@@ -101,32 +188,152 @@ def _upright(pytesseract, image, seconds: float):
     return image, 0
 
 
-def _paragraphs(data: dict, languages: str) -> tuple[list[str], list[float]]:
-    """Tesseract's words grouped into its paragraphs, in its reading order; the words' confidences."""
-    paragraphs: dict[tuple[int, int], list[str]] = {}
-    confidences: list[float] = []
+@dataclass
+class _Par:
+    words: list[str]
+    box: list[float]  # x0, top, x1, bottom
+
+
+def _words(data: dict) -> tuple[list[tuple[tuple[int, int, int], float, float, float, float, str]], list[float]]:
+    """Tesseract's words in its reading order: ((block, paragraph, line), x0, top, x1, bottom, text); their
+    confidences."""
+    words, confidences = [], []
     for i, word in enumerate(data["text"]):
         word = str(word).strip()
         conf = float(data["conf"][i])
         if not word or conf < 0:
             continue
         confidences.append(conf)
-        paragraphs.setdefault((data["block_num"][i], data["par_num"][i]), []).append(word)
-    return [t for words in paragraphs.values() if (t := _join(words))], confidences
+        x0, top = float(data["left"][i]), float(data["top"][i])
+        words.append(((data["block_num"][i], data["par_num"][i], data["line_num"][i]), x0, top,
+                      x0 + float(data["width"][i]), top + float(data["height"][i]), word))
+    return words, confidences
 
 
-def _join(words: list[str]) -> str:
-    """Words of one paragraph: spaced, except between two CJK words (Chinese is written without spaces)."""
-    text = ""
-    for w in words:
-        if text and not (_cjk(text[-1]) and _cjk(w[0])):
-            text += " "
-        text += w
-    return text
+def layout(page: int, data: dict, height: float, turned: int = 0, tables: tuple = ()) -> OcrPage:
+    """Tesseract's words (``image_to_data``) as the page's paragraphs in its reading order, with ``tables`` —
+    (grid, the words read in it) for each ruled table — put in before the first paragraph below their top: as
+    tables when their structure is clear, else as their lines of text. Page numbers in the margins are dropped,
+    other paragraphs in the margins marked (a running header or footer is dropped when it repeats on other pages:
+    ``without_running``)."""
+    words, confidences = _words(data)
+    paragraphs: dict[tuple[int, int], _Par] = {}
+    for key, x0, top, x1, bottom, text in words:
+        par = paragraphs.setdefault(key[:2], _Par([], [x0, top, x1, bottom]))
+        par.words.append(text)
+        par.box[:] = [min(par.box[0], x0), min(par.box[1], top), max(par.box[2], x1), max(par.box[3], bottom)]
+    inserts: list[tuple[float, Rows | str]] = []  # (top, a table's rows or a line of an unclear one)
+    for grid, found in tables:
+        cell_words, cell_conf = _words(found)
+        confidences += cell_conf
+        rows = fill_grid(grid, [((w[1] + w[3]) / 2, (w[2] + w[4]) / 2, w[5]) for w in cell_words])
+        if rows is not None:
+            inserts.append((grid.box[1], rows))
+            continue
+        lines: dict[tuple[int, int, int], list] = {}
+        for w in cell_words:
+            lines.setdefault(w[0], []).append(w)
+        inserts += [(min(w[2] for w in ws), join_words([w[5] for w in ws])) for ws in lines.values()]
+    parts: list[str] = []
+    placed: list[tuple[int, Rows]] = []
+    edges: list[int] = []
+    pending = sorted(inserts, key=lambda t: t[0])
+
+    def flush(before: float) -> None:
+        while pending and pending[0][0] <= before:
+            _, item = pending.pop(0)
+            if isinstance(item, str):
+                parts.append(item)
+            else:
+                placed.append((len(parts), item))
+
+    for par in paragraphs.values():
+        flush(par.box[1])
+        text = join_words(par.words)
+        if not text or is_page_number(text, par.box[1], par.box[3], height):
+            continue
+        if in_margin(par.box[1], par.box[3], height):
+            edges.append(len(parts))
+        parts.append(text)
+    flush(float("inf"))
+    return OcrPage(page, tuple(parts), statistics.fmean(confidences) if confidences else None, turned,
+                   tables=tuple(placed), edges=tuple(edges))
 
 
-def _cjk(ch: str) -> bool:
-    return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\uffef"
+def without_running(pages: list[OcrPage]) -> list[OcrPage]:
+    """The pages without their running headers and footers: a paragraph in the top or bottom margin whose text
+    (digits aside) is in the margin of at least two pages and half of them, as a scanned book's or manual's is."""
+    def norm(text: str) -> str:
+        return re.sub(r"\d+", "#", re.sub(r"\s+", "", text.lower()))
+
+    seen = Counter(norm(p.paragraphs[i]) for p in pages for i in set(p.edges))
+    repeated = {t for t, n in seen.items() if n >= 2 and n * 2 >= len(pages)}
+    if not repeated:
+        return pages
+    out = []
+    for p in pages:
+        drop = {i for i in p.edges if norm(p.paragraphs[i]) in repeated}
+        keep = [i for i in range(len(p.paragraphs)) if i not in drop]
+        index = {old: new for new, old in enumerate(keep)}
+        tables = tuple((sum(1 for i in keep if i < at), rows) for at, rows in p.tables)
+        out.append(replace(p, paragraphs=tuple(p.paragraphs[i] for i in keep), tables=tables,
+                           edges=tuple(index[i] for i in p.edges if i in index)))
+    return out
+
+
+class OcrPool:
+    """Pages read by a bounded pool of threads, each page one tesseract process: at most ``workers`` pages are read
+    at once and as many more wait, rendered, in memory (a 300 dpi A4 page is 8.7 MB). ``submit`` blocks while the
+    pool is full; ``results`` waits for every page. The first page that fails raises its ParseError there, and the
+    pages not started are dropped (``with OcrPool(...)``: on leaving, nothing still runs)."""
+
+    def __init__(self, languages: str, seconds: float, workers: int = 1) -> None:
+        self.languages, self.seconds, self.workers = languages, seconds, max(1, workers)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="ocr") if self.workers > 1 else None
+        self._pending: deque[tuple[object, Future]] = deque()
+        self._done: dict = {}
+
+    def submit(self, image, page: int, key=None) -> None:
+        """Read ``image`` as page ``page``; its result is ``results()[key]`` (``key`` defaults to ``page``)."""
+        key = page if key is None else key
+        if self._pool is None:
+            self._done[key] = read_page(image, page, self.languages, self.seconds)
+            return
+        while len(self._pending) >= 2 * self.workers:
+            self._collect()
+        self._pending.append((key, self._pool.submit(read_page, image, page, self.languages, self.seconds)))
+
+    def _collect(self) -> None:
+        key, future = self._pending.popleft()
+        self._done[key] = future.result()
+
+    def results(self) -> dict:
+        """Every page submitted, read, by its key."""
+        while self._pending:
+            self._collect()
+        return dict(self._done)
+
+    def __enter__(self) -> "OcrPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def is_caption(text: str) -> bool:
+    """Text that reads as a figure's caption: "Figure 3: …", "Fig. 2", "图 3 …"."""
+    return bool(_CAPTION.match(text))
+
+
+def figure_block(caption: str, text: str, page: int) -> Block | None:
+    """A picture's block: its caption (one line) and the text read in it, together; None when both are empty."""
+    caption = " ".join(reflow(caption).split()) if caption else ""
+    if caption and text:
+        return Block("text", caption + "\n" + text, page=page)
+    if caption or text:
+        return Block("text", caption or text, page=page, reflow=True)
+    return None
 
 
 def stored_pages(db, doc_ids) -> dict[str, list[dict]]:

@@ -7,15 +7,13 @@ interpreted once and serves text boxes, characters and table lines alike. Per pa
 - page-number footers/headers ("3", "Page 3", "3 / 10" in the top/bottom margin) are dropped;
 - boxes are put in reading order (``reading_order.py``: column by column, full-width in place);
 - single-line boxes set clearly larger than the body text become headings (levels by size).
-Page spans cover the whole text. A page with no visible text whose pictures cover a fifth of it (a scan) is
-rendered at its picture's own resolution (100-400 dpi) and read by OCR (ocr.py) when the ``ocr`` setting names
-languages; its confidence goes to the parse report.
+Page spans cover the whole text. When the ``ocr`` setting names languages, scanned pages and the pictures on text
+pages are read by OCR (pdf_ocr.py), their confidence in the parse report.
 """
 
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,18 +21,13 @@ from ragclinic.config import Settings
 from ragclinic.errors import EncryptedDocument, ParseError
 from ragclinic.pipeline.parse.hidden import Hidden
 from ragclinic.pipeline.parse.base import Block, DocInfo, assemble, make_parsed, table_block
-from ragclinic.pipeline.parse.ocr import MAX_PIXELS, OcrPage, available, read_page
-from ragclinic.pipeline.parse.reading_order import Box, reading_order
+from ragclinic.pipeline.parse.pdf_ocr import OcrRef, Scans, figure_block, scanned
+from ragclinic.pipeline.parse.reading_order import Box, is_page_number, reading_order
 from ragclinic.types import Parsed, RecordError, SourceFile
 
 LAPARAMS = {"line_margin": 0.5, "char_margin": 2.0, "word_margin": 0.1, "boxes_flow": 0.5}
 HEADING_SIZE_RATIO = 1.2  # 20% above the body size: below that, bold body text would pass
-MARGIN_BAND = 0.08  # share of the page height searched for page-number headers/footers
-_PAGE_NUMBER = re.compile(r"(?i)^\s*(page\s*)?\d{1,4}(\s*(/|of)\s*\d{1,4})?\s*$|^\s*[-–]\s*\d{1,4}\s*[-–]\s*$")
 _PLACEHOLDER_TITLES = {"", "untitled", "unknown", "title"}
-SCAN_SHARE = 0.2  # pictures covering this share of a page with no usable text make it a scan
-DPI = 300  # a scanned page whose picture does not give its resolution is rendered at this one for OCR
-DPI_RANGE = (100, 400)  # a scan is rendered at its own resolution within these bounds (time and memory)
 
 
 @dataclass(frozen=True)
@@ -46,6 +39,7 @@ class _Item:
     size: float = 0.0  # mean character size
     lines: int = 0
     block: Block | None = None  # tables arrive as finished blocks
+    ocr: OcrRef | None = None  # text read by OCR goes here: a scanned page, or a picture (after its caption, if any)
 
 
 class PdfParser:
@@ -54,13 +48,13 @@ class PdfParser:
 
     def parse(self, source: SourceFile, settings: Settings) -> Iterator[Parsed | RecordError]:
         hidden: list[Hidden] = []
-        scanned = _Scans(settings)
-        items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text,
-                                                            settings.max_pages, scanned)
+        with Scans(settings) as scans:
+            items, raw_pages, meta_title, page_count = _extract(source.data, hidden, settings.keep_hidden_text,
+                                                                settings.max_pages, scans)
         blocks = _classify(items)
         info = DocInfo(self.name, raw_text="\n\n".join(raw_pages), title=meta_title,
-                       metadata={"pages": page_count, "ocr": [p.to_json() for p in scanned.pages]},
-                       hidden=tuple(hidden), warnings=scanned.warnings())
+                       metadata={"pages": page_count, "ocr": scans.report()},
+                       hidden=tuple(hidden), warnings=scans.warnings())
         yield make_parsed(source, settings, assemble(blocks, page_count=page_count, keep_hyphens=settings.keep_hyphens), info)
 
 
@@ -81,71 +75,8 @@ def _open(data: bytes):
         raise ParseError(f"not a valid PDF: {type(cause).__name__}: {cause or 'unreadable'}") from None
 
 
-class _Scans:
-    """The pages read by OCR (no usable text layer: a scan), at most ``ocr_max_pages`` of one PDF."""
-
-    def __init__(self, settings: Settings | None = None) -> None:
-        self.languages = settings.ocr if settings is not None else ""
-        self.seconds = settings.ocr_page_seconds if settings is not None else 60.0
-        self.limit = settings.ocr_max_pages if settings is not None else 0
-        self.pages: list[OcrPage] = []
-        self.skipped: list[int] = []
-        self.missing: list[int] = []
-
-    def read(self, page, number: int) -> list[_Item]:
-        """The page read by OCR as text items (rendered at its picture's resolution); [] when OCR is off, spent,
-        or Tesseract is not installed (the page stays empty, and the report says why)."""
-        if not self.languages:
-            return []
-        if not available():
-            self.missing.append(number)
-            return []
-        if len(self.pages) >= self.limit:
-            self.skipped.append(number)
-            return []
-        done = read_page(page.to_image(resolution=_scan_dpi(page)).original, number, self.languages, self.seconds)
-        self.pages.append(done)
-        return [_Item(number, block=Block("text", t, page=number, reflow=True)) for t in done.paragraphs]
-
-    def warnings(self) -> tuple[str, ...]:
-        low = [f"ocr_low_confidence: page {p.page} read with mean confidence {p.confidence:.0f}"
-               for p in self.pages if p.low]
-        more = [f"pages {self.skipped[0]}-{self.skipped[-1]} have no text layer and were not read: over "
-                f"ocr_max_pages={self.limit}"] if self.skipped else []
-        none = [f"page(s) {', '.join(map(str, self.missing))} are scans and Tesseract is not installed: apt-get "
-                "install tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim (`make install`), then ingest again "
-                "with --reparse"] if self.missing else []
-        return tuple(low + more + none)
-
-
-def _scanned(page, items: list[_Item]) -> bool:
-    """A page with no visible text (a page number aside) whose pictures cover a fifth of it or more: a scan. A page
-    with any text of its own keeps it (a photo with its caption, a slide with its title)."""
-    if items:
-        return False
-    area = float(page.width * page.height) or 1.0
-    pictures = sum(max(0.0, float(i["x1"] - i["x0"])) * max(0.0, float(i["bottom"] - i["top"])) for i in page.images)
-    return pictures / area >= SCAN_SHARE
-
-
-def _scan_dpi(page) -> int:
-    """The resolution to render a scanned page at: its picture's own (upsampling a 150 dpi scan to 300 dpi makes
-    its noise into letters: CER 0.14 against 0.017 at its own resolution, bench/RESULTS.md issue 39), within
-    ``DPI_RANGE``; ``DPI`` when the picture does not say."""
-    native = []
-    for i in page.images:
-        width_pt = float(i["x1"] - i["x0"])
-        size = i.get("srcsize") or ()
-        if width_pt > 0 and len(size) == 2 and size[0]:
-            native.append(float(size[0]) / (width_pt / 72.0))
-    lo, hi = DPI_RANGE
-    dpi = min(hi, max(lo, max(native))) if native else DPI
-    inches = float(page.width * page.height) / (72.0 * 72.0) or 1.0
-    return round(min(dpi, (MAX_PIXELS / inches) ** 0.5))  # a huge page is rendered coarser, not out of memory
-
-
 def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
-             max_pages: int = 5000, scans: _Scans | None = None) -> tuple[list[_Item], list[str], str, int]:
+             max_pages: int = 5000, scans: Scans | None = None) -> tuple[list[_Item], list[str], str, int]:
     if b"%PDF-" not in data[:1024]:  # readers accept junk before the header, within the first 1 KB
         raise ParseError("not a valid PDF: no %PDF- header in the first 1 KB (wrong extension?)")
     items: list[_Item] = []
@@ -163,13 +94,16 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
         try:
             title = str(pdf.metadata.get("Title") or "").strip()
             for number, page in enumerate(pdf.pages, start=1):
-                page_items, raw = _page_items(page, hidden, keep_hidden)
-                if scans is not None and _scanned(page, page_items):
-                    if ocr_items := scans.read(page, number):
-                        page_items, raw = ocr_items, scans.pages[-1].text
+                page_items, raw = _page_items(page, hidden, keep_hidden, scans)
+                if scans is not None and scanned(page, bool(page_items)):
+                    if ref := scans.scan(page, number):
+                        page_items = [_Item(number, ocr=ref)]
                 items += page_items
                 raw_pages.append(raw)
                 page.close()  # drop pdfplumber's per-page object cache: long PDFs stay small in memory
+            if scans is not None:
+                scans.finish()
+                items = _with_ocr(items, raw_pages, scans)
         except ParseError:
             raise  # an OCR failure says which page and why
         except Exception as e:  # pdfminer raises many types on damaged content streams
@@ -184,8 +118,26 @@ def _extract(data: bytes, hidden: list[Hidden], keep_hidden: bool = False,
     return items, raw_pages, title, len(raw_pages)
 
 
-def _page_items(page, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[list[_Item], str]:
-    """The page's items in reading order, and its raw text (every text box as pdfminer found it)."""
+def _with_ocr(items: list[_Item], raw_pages: list[str], scans: Scans) -> list[_Item]:
+    """The items with the OCR text put in: a scanned page's blocks (its raw text too), a picture's text after its
+    caption."""
+    out: list[_Item] = []
+    for it in items:
+        if it.ocr is None:
+            out.append(it)
+        elif not it.ocr.picture:
+            done = scans.page(it.ocr)
+            raw_pages[it.page - 1] = done.text
+            out += [_Item(it.page, block=b) for b in done.blocks()]
+        elif (block := figure_block(it.text, scans.picture_text(it.ocr), it.page)) is not None:
+            out.append(_Item(it.page, block=block))
+    return out
+
+
+def _page_items(page, hidden: list[Hidden], keep_hidden: bool = False,
+                scans: Scans | None = None) -> tuple[list[_Item], str]:
+    """The page's items in reading order, and its raw text (every text box as pdfminer found it); with ``scans``,
+    the pictures of a page with text submitted for OCR (their place kept by an item with their reference)."""
     from pdfminer.layout import LTTextBox, LTTextLine  # on use: pdfminer, needed only for PDF documents
 
     layout = page.layout
@@ -213,10 +165,13 @@ def _page_items(page, hidden: list[Hidden], keep_hidden: bool = False) -> tuple[
         text = "\n".join(t.rstrip() for _, t in seen if t.strip())
         x0, x1 = min(ln.x0 for ln in lines), max(ln.x1 for ln in lines)
         top, bottom = height - max(ln.y1 for ln in lines), height - min(ln.y0 for ln in lines)
-        if _is_page_number(text, top, bottom, height):
+        if is_page_number(text, top, bottom, height):
             continue
         boxes.append(Box(x0, top, x1, bottom, _Item(page.page_number, text, _mean_size(lines), len(lines)),
                          one_line=len(lines) == 1))
+    if scans is not None and boxes:
+        boxes = scans.figures(page, boxes, lambda caption, ref: _Item(page.page_number, ocr=ref) if caption is None
+                              else _Item(caption.page, caption.text, caption.size, caption.lines, ocr=ref))
     return [b.payload for b in reading_order(boxes)], raw
 
 
@@ -269,11 +224,6 @@ def _char_hides(c, dark) -> str:
 def _inside_any(line, tables, height: float) -> bool:
     cx, cy = (line.x0 + line.x1) / 2, height - (line.y0 + line.y1) / 2
     return any(t.bbox[0] - 1 <= cx <= t.bbox[2] + 1 and t.bbox[1] - 1 <= cy <= t.bbox[3] + 1 for t in tables)
-
-
-def _is_page_number(text: str, top: float, bottom: float, height: float) -> bool:
-    in_margin = bottom <= MARGIN_BAND * height or top >= (1 - MARGIN_BAND) * height
-    return in_margin and bool(_PAGE_NUMBER.match(text))
 
 
 def _mean_size(lines) -> float:

@@ -15,6 +15,7 @@ across the gutter, so the order is rebuilt here from geometry:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,9 @@ import numpy as np
 NARROW_SHARE = 0.6  # boxes wider than this share of the text width cannot be inside one column
 GUTTER_COVERAGE = 0.1  # a gutter is covered by at most this share of the peak coverage...
 MIN_GUTTER = 6.0  # ...over at least this many points
+MARGIN_BAND = 0.08  # share of the page height searched for page-number headers/footers
+_PAGE_NUMBER = re.compile(r"(?i)^\s*(page\s*)?\d{1,4}(\s*(/|of)\s*\d{1,4})?\s*$|^\s*[-–]\s*\d{1,4}\s*[-–]\s*$"
+                          r"|^\s*第\s*\d{1,4}\s*页(\s*[/，,]?\s*共\s*\d{1,4}\s*页)?\s*$")
 SPAN_OVERLAP = 5.0  # a box spans two columns when it overlaps each by more than this (points)
 
 
@@ -111,3 +115,13 @@ def _read_band(band: list[tuple[int, Box]], *, introduces_spanning: bool) -> lis
         if last.one_line and others and last.top >= max(others):
             band, tail = band[:-1], [last]
     return [b for _, b in sorted(band, key=lambda cb: (cb[0], cb[1].top, cb[1].x0))] + tail
+
+
+def in_margin(top: float, bottom: float, height: float) -> bool:
+    """A box (top-down coordinates) wholly inside the page's top or bottom ``MARGIN_BAND``."""
+    return bottom <= MARGIN_BAND * height or top >= (1 - MARGIN_BAND) * height
+
+
+def is_page_number(text: str, top: float, bottom: float, height: float) -> bool:
+    """A page number ("3", "Page 3", "3 / 10", "- 3 -", "第 3 页") in the top or bottom margin."""
+    return in_margin(top, bottom, height) and bool(_PAGE_NUMBER.match(text))

@@ -1,0 +1,89 @@
+"""A passage read by OCR says so on its page, with the engine's confidence and the page's picture beside the text
+(issue 39); the picture follows the passage's rules: another tenant's is the same 404 as a passage that does not
+exist, and a source file changed since it was ingested shows no picture (it is no longer the evidence)."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from .conftest import HOSTS
+from .test_ui import _login
+
+ACME, GLOBEX = "acme-scan-key-1", "globex-scan-key-1"
+
+
+def _scan() -> bytes:
+    img = Image.new("L", (1500, 700), 255)
+    d, font = ImageDraw.Draw(img), ImageFont.load_default(size=36)
+    for i, line in enumerate(["Boiler Manual", "The relief valve opens at 7.5 bar.",
+                              "Call the service line on 0800 555 0142."]):
+        d.text((60, 60 + i * 80), line, font=font, fill=0)
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory):
+    if not shutil.which("tesseract"):
+        pytest.fail("needs Tesseract: make install")
+    from fastapi.testclient import TestClient
+
+    from ragclinic import Clinic
+    from ragclinic.config import Settings
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+
+    tmp = tmp_path_factory.mktemp("scans")
+    (tmp / "acme").mkdir()
+    (tmp / "acme" / "boiler.png").write_bytes(_scan())
+    (tmp / "acme" / "notes.md").write_text("# Notes\n\nThe pump runs at 1400 rpm.\n", encoding="utf-8")
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": tmp / "cache", "answer_cache": False}
+    with Clinic.open(tmp / "kb", llm="none", **settings) as c:
+        assert not c.ingest(tmp / "acme", tags={"tenant": "acme"}).failed
+        ids = dict(c.kb.db.conn.execute("SELECT d.path, c.chunk_id FROM chunks c JOIN documents d "
+                                        "ON d.doc_id = c.doc_id").fetchall())
+    app = create_app(Settings.load(tmp / "kb", **settings, allowed_hosts=HOSTS),
+                     Keys([f"{ACME}:tenant=acme", f"{GLOBEX}:tenant=globex"]), model=None)
+    with TestClient(app) as client:
+        yield client, {p.rsplit("/", 1)[-1]: i for p, i in ids.items()}, tmp / "acme" / "boiler.png"
+
+
+def test_a_passage_read_by_ocr_says_so_and_shows_its_page(scans):
+    client, ids, _ = scans
+    _login(client, ACME)
+    html = client.get(f"/passage/{ids['boiler.png']}").text
+    assert "Read by OCR from a scan of page 1" in html and re.search(r"mean confidence \d+/100", html)
+    assert f'src="/passage/{ids["boiler.png"]}/page.png"' in html and "7.5 bar" in html
+    png = client.get(f"/passage/{ids['boiler.png']}/page.png")
+    assert png.status_code == 200 and png.headers["content-type"] == "image/png"
+    assert Image.open(io.BytesIO(png.content)).size == (1400, 653)  # scaled to the page view's 1400 px
+    text = client.get(f"/passage/{ids['notes.md']}").text
+    assert "Read by OCR" not in text and "1400 rpm" in text
+
+
+def test_another_tenant_gets_the_same_404_for_the_page_picture(scans):
+    client, ids, _ = scans
+    _login(client, GLOBEX)
+    for url in (f"/passage/{ids['boiler.png']}", f"/passage/{ids['boiler.png']}/page.png", "/passage/0000/page.png"):
+        r = client.get(url)
+        assert r.status_code == 404, url
+    assert client.get(f"/passage/{ids['notes.md']}/page.png").status_code == 404  # no page: a Markdown file
+
+
+def test_a_changed_source_file_shows_no_page_picture(scans):
+    client, ids, path = scans
+    _login(client, ACME)
+    original = path.read_bytes()
+    try:
+        path.write_bytes(_scan()[:-10] + b"changed!!!")
+        r = client.get(f"/passage/{ids['boiler.png']}/page.png")
+        assert r.status_code == 404 and "changed since it was ingested" in r.text
+    finally:
+        path.write_bytes(original)
+    assert client.get(f"/passage/{ids['boiler.png']}/page.png").status_code == 200
