@@ -87,3 +87,31 @@ def test_a_changed_source_file_shows_no_page_picture(scans):
     finally:
         path.write_bytes(original)
     assert client.get(f"/passage/{ids['boiler.png']}/page.png").status_code == 200
+
+
+@pytest.mark.slow
+def test_the_passage_and_its_page_in_a_browser(scans):
+    from playwright.sync_api import sync_playwright
+
+    from .conftest import on_socket
+    from .test_ui_browser import SHOTS, _chromium
+
+    client, ids, _ = scans
+    with on_socket(client.app) as url, sync_playwright() as p:
+        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = b.new_context(viewport={"width": 1400, "height": 800}, base_url=url).new_page()
+            blocked = []
+            page.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+            page.goto(f"/?api_key={ACME}")
+            page.goto(f"/passage/{ids['boiler.png']}?n=1")
+            page.wait_for_function("document.querySelector('#scan-image').complete")
+            assert page.evaluate("document.querySelector('#scan-image').naturalWidth") == 1400
+            assert "Read by OCR" in page.inner_text("#ocr-note") and "7.5 bar" in page.inner_text("#cited")
+            text_box, image_box = page.locator("#document").bounding_box(), page.locator("#scan-image").bounding_box()
+            assert image_box["x"] > text_box["x"] + text_box["width"] - 1  # side by side: the page beside the text
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "passage-ocr.png"), full_page=True)
+            assert not blocked, blocked
+        finally:
+            b.close()
