@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from ragclinic.pipeline.parse.scan_layout import Grid, fill_grid, find_grids, join_words, skew_angle
+from ragclinic.pipeline.parse.scan_layout import Grid, fill_grid, find_grids, join_words, skew_angle, unrotated
 
 
 def _noisy(img: Image.Image, seed: int = 0) -> np.ndarray:
@@ -89,3 +89,23 @@ def test_words_fall_into_their_cells_and_an_unclear_grid_is_none():
 def test_words_are_joined_with_spaces_except_between_chinese_words():
     assert join_words(["Press", "reset"]) == "Press reset"
     assert join_words(["重新", "盖紧", "锅盖", "E3"]) == "重新盖紧锅盖 E3"
+
+
+def test_a_table_found_on_the_deskewed_page_maps_back_to_where_it_lies_on_the_scan():
+    img, ys, xs = _table_page()
+    skewed = img.rotate(0.6, resample=Image.BICUBIC, fillcolor=255, expand=True)
+    level = skewed.rotate(-0.6, resample=Image.BICUBIC, fillcolor=255, expand=True)
+    (grid,) = find_grids(np.asarray(level))
+    x0, y0, x1, y1 = unrotated(grid.box, -0.6, np.asarray(skewed).shape, np.asarray(level).shape)
+    dark = np.argwhere(np.asarray(skewed) < 128)  # the table's ink on the skewed page lies inside the box
+    assert y0 <= dark[:, 0].min() + 3 and dark[:, 0].max() - 3 <= y1
+    assert x0 <= dark[:, 1].min() + 3 and dark[:, 1].max() - 3 <= x1
+
+
+def test_the_languages_follow_the_script_of_the_page():
+    from ragclinic.pipeline.parse.ocr import for_script
+
+    assert for_script("eng+chi_sim", "Han") == "chi_sim" and for_script("eng+chi_sim", "Latin") == "eng"
+    assert for_script("eng+deu+chi_sim", "Latin") == "eng+deu"
+    assert for_script("eng+chi_sim", "Cyrillic") == "eng+chi_sim"  # none of them: all of them
+    assert for_script("eng+chi_sim", "") == "eng+chi_sim"

@@ -25,6 +25,9 @@ DARK = 160  # a pixel darker than this (0-255) is ink: 5 standard deviations of 
 RULE_FILL = 0.85  # a rule's run of ink covers this share of its length (broken by noise, scan and resampling)
 MIN_RULE_SHARE = 0.15  # a horizontal rule is at least this share of the page's width
 RULE_JOIN = 4  # rows (or columns) of ink closer than this many pixels are one rule
+CROP_BORDER = 20  # pixels of white around a table read on its own (Tesseract reads text at an edge poorly)
+RULE_ERASE = 4  # pixels either side of a table's rule painted white before its cells are read
+BLANK_PAD = 6  # pixels around a table painted white on the page read without it
 
 
 @dataclass(frozen=True)
@@ -166,3 +169,48 @@ def join_words(words: Sequence[str]) -> str:
 
 def _cjk(ch: str) -> bool:
     return "\u3000" <= ch <= "\u9fff" or "\uf900" <= ch <= "\uffef"
+
+
+def unrotated(box: tuple[int, int, int, int], angle: float, shape: tuple[int, ...],
+              turned_shape: tuple[int, ...]) -> tuple[int, int, int, int]:
+    """A box on the page rotated by ``angle`` (PIL's ``rotate(angle, expand=True)``: counter-clockwise, about the
+    centre) as the bounding box of where it lies on the page before the rotation."""
+    if not angle:
+        return box
+    a = np.radians(angle)
+    (h, w), (th, tw) = shape[:2], turned_shape[:2]
+    xs, ys = [], []
+    for x, y in ((box[0], box[1]), (box[2], box[1]), (box[0], box[3]), (box[2], box[3])):
+        dx, dy = x - tw / 2, y - th / 2
+        xs.append(w / 2 + dx * np.cos(a) - dy * np.sin(a))
+        ys.append(h / 2 + dx * np.sin(a) + dy * np.cos(a))
+    return (max(0, int(min(xs))), max(0, int(min(ys))), min(w, int(np.ceil(max(xs)))), min(h, int(np.ceil(max(ys)))))
+
+
+def blanked(pixels: np.ndarray, boxes) -> "object":
+    """The page with ``boxes`` (its ruled tables) painted white: they are read on their own."""
+    from PIL import Image  # on use: Pillow, for scans only
+
+    out = pixels.copy()
+    for x0, y0, x1, y1 in boxes:
+        out[max(0, y0 - BLANK_PAD):y1 + BLANK_PAD + 1, max(0, x0 - BLANK_PAD):x1 + BLANK_PAD + 1] = 255
+    return Image.fromarray(out)
+
+
+def table_crop(pixels: np.ndarray, grid: Grid) -> "object":
+    """A table's region with its rules erased, in a white border."""
+    from PIL import Image, ImageOps  # on use: Pillow, for scans only
+
+    x0, y0, x1, y1 = grid.box
+    out = pixels[y0:y1 + 1, x0:x1 + 1].copy()
+    for y in grid.rows:
+        out[max(0, y - y0 - RULE_ERASE):y - y0 + RULE_ERASE + 1, :] = 255
+    for x in grid.cols:
+        out[:, max(0, x - x0 - RULE_ERASE):x - x0 + RULE_ERASE + 1] = 255
+    return ImageOps.expand(Image.fromarray(out), border=CROP_BORDER, fill=255)
+
+
+def shifted(data: dict, grid: Grid) -> dict:
+    """Tesseract's data for a table crop (``table_crop``) in the coordinates of the page the grid is on."""
+    x0, y0 = grid.box[0] - CROP_BORDER, grid.box[1] - CROP_BORDER
+    return {**data, "left": [v + x0 for v in data["left"]], "top": [v + y0 for v in data["top"]]}
