@@ -184,27 +184,30 @@ def _caption_of(box: tuple[float, float, float, float], boxes: list[Box], height
     return best
 
 
-def _picture_dpi(pic) -> int:
-    """A picture's own resolution on the page, within ``DPI_RANGE``."""
+def _native_dpi(pic) -> float | None:
+    """A picture's own resolution on the page (its pixels over its width in inches), None when it does not say."""
     width_pt = float(pic["x1"] - pic["x0"])
     size = pic.get("srcsize") or ()
+    return float(size[0]) / (width_pt / 72.0) if width_pt > 0 and len(size) == 2 and size[0] else None
+
+
+def _render_dpi(native: float | None, area_pt: float) -> int:
+    """``native`` within ``DPI_RANGE`` (``DPI`` when unknown), coarser when an area this large would pass
+    ``MAX_PIXELS`` (a huge page is rendered coarser, not out of memory)."""
     lo, hi = DPI_RANGE
-    dpi = DPI if width_pt <= 0 or len(size) != 2 or not size[0] else min(hi, max(lo, float(size[0]) / (width_pt / 72.0)))
-    inches = width_pt * max(0.0, float(pic["bottom"] - pic["top"])) / (72.0 * 72.0) or 1.0
+    dpi = min(hi, max(lo, native)) if native else DPI
+    inches = area_pt / (72.0 * 72.0) or 1.0
     return round(min(dpi, (MAX_PIXELS / inches) ** 0.5))
+
+
+def _picture_dpi(pic) -> int:
+    """A picture's own resolution on the page, within ``DPI_RANGE``."""
+    return _render_dpi(_native_dpi(pic), _area(pic))
 
 
 def _scan_dpi(page) -> int:
     """The resolution to render a scanned page at: its picture's own (upsampling a 150 dpi scan to 300 dpi makes
     its noise into letters: CER 0.14 against 0.017 at its own resolution, bench/RESULTS.md issue 39), within
     ``DPI_RANGE``; ``DPI`` when the picture does not say."""
-    native = []
-    for i in page.images:
-        width_pt = float(i["x1"] - i["x0"])
-        size = i.get("srcsize") or ()
-        if width_pt > 0 and len(size) == 2 and size[0]:
-            native.append(float(size[0]) / (width_pt / 72.0))
-    lo, hi = DPI_RANGE
-    dpi = min(hi, max(lo, max(native))) if native else DPI
-    inches = float(page.width * page.height) / (72.0 * 72.0) or 1.0
-    return round(min(dpi, (MAX_PIXELS / inches) ** 0.5))  # a huge page is rendered coarser, not out of memory
+    native = [n for i in page.images if (n := _native_dpi(i))]
+    return _render_dpi(max(native) if native else None, float(page.width * page.height))
