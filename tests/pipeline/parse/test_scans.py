@@ -187,6 +187,20 @@ def test_a_photograph_on_a_text_page_adds_no_words_and_its_caption_stays(tmp_pat
     assert not result.report.ocr_pages
 
 
+def test_a_table_pictured_on_a_text_page_becomes_a_table_after_its_caption(tmp_path):
+    _tesseract()
+    (result,) = _parse(tmp_path, "codes.pdf", _figure_pdf(_table_scan(), "Figure 4: Error codes"))
+    doc = result.document
+    assert_spans_valid(doc)
+    (table,) = doc.tables
+    assert [r[0] for r in table.rows] == ["Code", "E1", "E4", "E7"] and table.rows[3][1] == "Sensor fault"
+    assert doc.text.index("Figure 4: Error codes") < table.start < doc.text.index("cover is closed")
+    at = doc.text.index("Figure 4: Error codes")
+    assert "E7" not in doc.text[at:doc.text.index("\n\n", at)]  # a table, not lines of cells in the caption's paragraph
+    (pic,) = result.report.ocr_pages
+    assert pic["picture"] == 1 and pic["tables"] == 1
+
+
 def test_a_word_file_picture_and_its_caption_are_one_block(tmp_path):
     _tesseract()
     from docx import Document

@@ -129,8 +129,11 @@ def _with_ocr(items: list[_Item], raw_pages: list[str], scans: Scans) -> list[_I
             done = scans.page(it.ocr)
             raw_pages[it.page - 1] = done.text
             out += [_Item(it.page, block=b) for b in done.blocks()]
-        elif (block := figure_block(it.text, scans.picture_text(it.ocr), it.page)) is not None:
-            out.append(_Item(it.page, block=block))
+        else:  # a picture: its caption and text one block, then the tables found in it
+            block = figure_block(it.text, scans.picture_text(it.ocr), it.page)
+            out += [_Item(it.page, block=block)] if block is not None else []
+            out += [_Item(it.page, block=Block("table", rows=rows, page=it.page))
+                    for rows in scans.picture_tables(it.ocr)]
     return out
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragclinic.config import Settings
-from ragclinic.pipeline.parse.ocr import (LOW_CONFIDENCE, MAX_PIXELS, OcrPage, OcrPool, available, figure_block,
-                                          is_caption, without_running)
+from ragclinic.pipeline.parse.ocr import (LOW_CONFIDENCE, MAX_PIXELS, OcrPage, OcrPool, Rows, available,
+                                          figure_block, is_caption, without_running)
 from ragclinic.pipeline.parse.reading_order import Box
 
 SCAN_SHARE = 0.2  # pictures covering this share of a page with no usable text make it a scan
@@ -116,20 +116,30 @@ class Scans:
     def page(self, ref: OcrRef) -> OcrPage:
         return next(p for p in self.pages if p.page == ref.page)
 
-    def picture_text(self, ref: OcrRef) -> str:
-        """A picture's text, "" when it holds none Tesseract read confidently (a photograph)."""
+    def _kept(self, ref: OcrRef) -> OcrPage | None:
+        """A picture's read when it holds text Tesseract read confidently, None for a photograph."""
         p = self.pictures.get(ref)
         if p is None or p.confidence is None or p.confidence < LOW_CONFIDENCE:
-            return ""
+            return None
         if sum(len(w) >= 2 for par in p.paragraphs for w in par.split()) < MIN_PICTURE_WORDS and not p.tables:
-            return ""
-        # one paragraph with its caption: lines, not blocks (a table in a picture read as its rows)
-        return "\n".join([*p.paragraphs, *(" | ".join(row) for _, rows in p.tables for row in rows)])
+            return None
+        return p
+
+    def picture_text(self, ref: OcrRef) -> str:
+        """A picture's text (its paragraphs as lines: one block with its caption), "" when it holds none Tesseract
+        read confidently (a photograph)."""
+        p = self._kept(ref)
+        return "\n".join(p.paragraphs) if p is not None else ""
+
+    def picture_tables(self, ref: OcrRef) -> tuple[Rows, ...]:
+        """The ruled tables found in a picture (a screenshot of a table): tables like any other, after its text."""
+        p = self._kept(ref)
+        return tuple(rows for _, rows in p.tables) if p is not None else ()
 
     def report(self) -> list[dict]:
         """The parse report's ``ocr_pages``: each scanned page, and each picture whose text was kept."""
         kept = [{**p.to_json(), "page": r.page, "picture": r.picture} for r, p in self.pictures.items()
-                if self.picture_text(r)]
+                if self._kept(r) is not None]
         return sorted([p.to_json() for p in self.pages] + kept, key=lambda d: (d["page"], d.get("picture", 0)))
 
     def warnings(self) -> tuple[str, ...]:
