@@ -115,3 +115,33 @@ def test_the_passage_and_its_page_in_a_browser(scans):
             assert not blocked, blocked
         finally:
             b.close()
+
+
+def test_the_answer_marks_the_sources_read_by_ocr(scans, tmp_path):
+    """In the answer's list of sources, a passage from a scan says so (its page, and a low confidence when it is
+    low); a passage from a text file carries no mark."""
+    from fastapi.testclient import TestClient
+
+    from ragclinic.config import Settings
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+    from ragclinic.server.app import create_app
+    from ragclinic.server.auth import Keys
+
+    client, ids, png = scans
+    kb = png.parent.parent / "kb"
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": png.parent.parent / "cache", "answer_cache": False}
+    model = ScriptedLanguageModel(["The relief valve opens at 7.5 bar [1]. The pump runs at 1400 rpm [1]."] * 8,
+                                  yes_prob=0.9)
+    app = create_app(Settings.load(kb, **settings, allowed_hosts=HOSTS), Keys([f"{ACME}:tenant=acme"]), model=model)
+    sources = {}
+    with TestClient(app) as other:
+        _login(other, ACME)
+        for q in ("When does the relief valve open?", "How fast does the pump run?"):
+            with other.stream("GET", "/ui/ask/stream", params={"q": q}) as r:
+                text = "".join(r.iter_text())
+            final = text[text.index("event: final"):]
+            sources |= dict(re.findall(r'<li value="\d+"><a href="/passage/([0-9a-f]+)\?(.*?)</li>', final, re.S))
+    assert set(sources) == {ids["boiler.png"], ids["notes.md"]}, sources
+    assert 'class="ocr-mark' not in sources[ids["notes.md"]]
+    scan = sources[ids["boiler.png"]]
+    assert 'class="ocr-mark"' in scan and "scanned, p. 1" in scan and re.search(r"confidence \d+/100", scan)

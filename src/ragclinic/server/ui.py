@@ -197,10 +197,11 @@ async def ask_stream(request: Request):
                          repair="async" if later else "sync")
             seen = clinic.answer(q, on_token=lambda piece: j.emit("delta", str(escape(piece))), on_span=on_span,
                                  reply=(lambda _asked: said) if said else None)
+            seen = ui_parts.seen_by(seen, caller, rc.settings)
+            ctx = ui_parts.answer_context(seen, answer_html, params, clinic.kb.db)
         rc.metrics.observe_answer(seen.payload, seen.trace)
         telemetry.emit(rc.tracer, seen.trace, seen.payload)
-        seen = ui_parts.seen_by(seen, caller, rc.settings)
-        html = templates.get_template("_answer.html").render(ui_parts.answer_context(seen, answer_html, params))
+        html = templates.get_template("_answer.html").render(ctx)
         j.emit("status", "")
         j.emit("final", html)
         if seen.repair_pending:
@@ -228,7 +229,8 @@ def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str])
         return
     better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), outcome.answer), caller, rc.settings)
     first = seen.answer
-    ctx = ui_parts.answer_context(better, answer_html, params)
+    with rc.pool.reader() as clinic:
+        ctx = ui_parts.answer_context(better, answer_html, params, clinic.kb.db)
     changes = ui_parts.local_paths(list(outcome.changes), rc.settings) if caller.tenant else outcome.changes
     ctx["improved"] = {"changes": changes, "first_html": answer_html(first.text, first.citations, first.trace_id)}
     j.emit("status", "")

@@ -92,10 +92,11 @@ def redacted_settings(settings: dict[str, Any]) -> dict[str, Any]:
 _KEPT_PARAMS = ("q", "doctor", "tenant", "tags", "from", "to")
 
 
-def answer_context(seen, answer_html, params: dict[str, str] | None = None) -> dict[str, Any]:
+def answer_context(seen, answer_html, params: dict[str, str] | None = None, db=None) -> dict[str, Any]:
     """What _answer.html shows; a clarifying question gets a reply form that asks the same question again (with
     its scope) in the same debug round, the reply merged in. ``notes``: shown under the answer, muted (Answer.notes:
-    what the user must know beside the answer, never part of its text)."""
+    what the user must know beside the answer, never part of its text). ``db``: the knowledge base's, to mark the
+    sources read by OCR (``scanned``)."""
     a = seen.answer
     clarify = None
     if a.route == "clarify" and params is not None and seen.trace is not None:
@@ -103,7 +104,18 @@ def answer_context(seen, answer_html, params: dict[str, str] | None = None) -> d
         clarify = {"params": {**kept, "round": seen.trace.debug_round_id}}
     return {"a": a, "answer_html": answer_html(a.text, a.citations, a.trace_id), "cached": seen.cached,
             "notes": a.notes, "symptoms": a.symptoms, "repairs": a.repairs, "clarify": clarify,
-            "clarified": seen.payload.get("clarification")}
+            "clarified": seen.payload.get("clarification"),
+            "scanned": scanned(db, a.citations) if db is not None else {}}
+
+
+def scanned(db, citations) -> dict[str, dict[str, Any]]:
+    """The cited passages whose page was read by OCR, by chunk id: ``ocr_read``'s page, confidence and ``low``."""
+    ids = sorted({c.chunk_id for c in citations})
+    if not ids:
+        return {}
+    rows = db.conn.execute(f"SELECT c.chunk_id, c.page, d.parse_report FROM chunks c JOIN documents d ON d.doc_id = "
+                           f"c.doc_id WHERE c.chunk_id IN ({','.join('?' * len(ids))})", ids).fetchall()
+    return {chunk: read for chunk, page, report in rows if (read := ocr_read(report, page, chunk)) is not None}
 
 
 def owner_of(caller: Principal) -> str:
