@@ -1,6 +1,6 @@
 """kill -9 while scans are being read by OCR (issue 39): the knowledge base opens whole, the tesseract processes
 of the killed ingest end on their own within a page's time, and re-running completes it to what a clean run
-gives."""
+gives and clears the temporary files the killed worker left."""
 
 from __future__ import annotations
 
@@ -72,7 +72,9 @@ def test_kill_minus_9_during_ocr_then_rerun_equals_a_clean_run(tmp_path):
     script.write_text(CHILD)
     corpus = tmp_path / "corpus"
     _corpus(corpus)
-    env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(tmp_path / "cache")}
+    scratch = tmp_path / "tmp"  # the temporary folder of every process: pytesseract's files are found there
+    scratch.mkdir()
+    env = {**os.environ, "RAGCLINIC_CACHE_DIR": str(tmp_path / "cache"), "TMPDIR": str(scratch)}
     clean = tmp_path / "clean"
     subprocess.run(_cmd(script, clean, corpus), env=env, check=True, capture_output=True, timeout=600)
     want = _snapshot(clean)
@@ -89,8 +91,12 @@ def test_kill_minus_9_during_ocr_then_rerun_equals_a_clean_run(tmp_path):
     gone, alive = psutil.wait_procs(running, timeout=Settings().ocr_page_seconds)
     assert not alive, f"tesseract outlived the killed ingest past ocr_page_seconds: {alive}"
 
+    left = [f.name for f in scratch.glob("ragclinic-ocr-*/tess_*")]
+    assert left, "the killed ingest left no temporary files to clear: the test no longer tests that"
+
     partial = _snapshot(crashed)  # opens, passes the integrity check, its indexes caught up
     assert set(partial["docs"]) <= set(want["docs"]) and set(partial["chunks"]) <= set(want["chunks"])
     assert partial["lexical"] == len(partial["chunks"])
     subprocess.run(_cmd(script, crashed, corpus), env=env, check=True, capture_output=True, timeout=600)
     assert _snapshot(crashed) == want
+    assert not list(scratch.glob("ragclinic-ocr-*")), "the killed worker's temporary files were not cleared"

@@ -96,6 +96,9 @@ class ParseWorker:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
+            from ragclinic.pipeline.parse.ocr import drop_scratch  # on use: the worker's OCR files, now it is gone
+
+            drop_scratch(self.proc.pid)
         for conn in (self.inbox, self.outbox):
             if conn is not None:
                 conn.close()

@@ -24,6 +24,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
     from ragclinic.pipeline.parse import ocr  # on use: as above
 
     ocr.on_page(lambda: outbox.send(("beat",)))  # each page read by OCR resets the parent's parse_timeout_s
+    ocr.own_scratch()  # pytesseract's temporary files where a killed worker's are found and removed
     settings = chunker = None
     known: dict[str, str] = {}
     while True:
