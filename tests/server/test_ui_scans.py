@@ -117,24 +117,31 @@ def test_the_passage_and_its_page_in_a_browser(scans):
             b.close()
 
 
-def test_the_answer_marks_the_sources_read_by_ocr(scans, tmp_path):
-    """In the answer's list of sources, a passage from a scan says so (its page, and a low confidence when it is
-    low); a passage from a text file carries no mark."""
-    from fastapi.testclient import TestClient
-
+@pytest.fixture(scope="module")
+def answering(scans):
+    """The same knowledge base served with a scripted model that answers from whichever passage it is given."""
     from ragclinic.config import Settings
     from ragclinic.models.fake_llm import ScriptedLanguageModel
     from ragclinic.server.app import create_app
     from ragclinic.server.auth import Keys
 
-    client, ids, png = scans
-    kb = png.parent.parent / "kb"
-    settings = {"embedder": "fake", "judge": "llm", "cache_dir": png.parent.parent / "cache", "answer_cache": False}
-    model = ScriptedLanguageModel(["The relief valve opens at 7.5 bar [1]. The pump runs at 1400 rpm [1]."] * 8,
+    _, _, png = scans
+    root = png.parent.parent
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": root / "cache", "answer_cache": False}
+    model = ScriptedLanguageModel(["The relief valve opens at 7.5 bar [1]. The pump runs at 1400 rpm [1]."] * 16,
                                   yes_prob=0.9)
-    app = create_app(Settings.load(kb, **settings, allowed_hosts=HOSTS), Keys([f"{ACME}:tenant=acme"]), model=model)
+    return create_app(Settings.load(root / "kb", **settings, allowed_hosts=HOSTS), Keys([f"{ACME}:tenant=acme"]),
+                      model=model)
+
+
+def test_the_answer_marks_the_sources_read_by_ocr(scans, answering):
+    """In the answer's list of sources, a passage from a scan says so (its page, and a low confidence when it is
+    low); a passage from a text file carries no mark."""
+    from fastapi.testclient import TestClient
+
+    _, ids, _ = scans
     sources = {}
-    with TestClient(app) as other:
+    with TestClient(answering) as other:
         _login(other, ACME)
         for q in ("When does the relief valve open?", "How fast does the pump run?"):
             with other.stream("GET", "/ui/ask/stream", params={"q": q}) as r:
@@ -145,3 +152,27 @@ def test_the_answer_marks_the_sources_read_by_ocr(scans, tmp_path):
     assert 'class="ocr-mark' not in sources[ids["notes.md"]]
     scan = sources[ids["boiler.png"]]
     assert 'class="ocr-mark"' in scan and "scanned, p. 1" in scan and re.search(r"confidence \d+/100", scan)
+
+
+@pytest.mark.slow
+def test_the_scanned_mark_in_a_browser(answering):
+    from fastapi.testclient import TestClient
+    from playwright.sync_api import sync_playwright
+
+    from .conftest import on_socket
+    from .test_ui_browser import SHOTS, _chromium
+
+    with TestClient(answering) as started, on_socket(started.app) as url, sync_playwright() as p:
+        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = b.new_context(viewport={"width": 1200, "height": 700}, base_url=url).new_page()
+            page.goto(f"/?api_key={ACME}")
+            page.fill("input[name=q]", "When does the relief valve open?")
+            page.click("form.ask button[type=submit]")
+            page.wait_for_selector("#result .ocr-mark")
+            mark = page.locator("#result .ocr-mark").first
+            assert mark.inner_text().startswith("scanned, p. 1") and "confidence" in mark.get_attribute("title")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "answer-ocr.png"), full_page=True)
+        finally:
+            b.close()
