@@ -96,9 +96,9 @@ class ParseWorker:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
-            from ragclinic.pipeline.parse.ocr import drop_scratch  # on use: the worker's OCR files, now it is gone
+            from ragclinic.pipeline.parse.ocr_scratch import drop_scratch  # on use: not the parsers at import
 
-            drop_scratch(self.proc.pid)
+            drop_scratch(self.proc.pid)  # the worker's OCR files, now it is gone
         for conn in (self.inbox, self.outbox):
             if conn is not None:
                 conn.close()

@@ -22,9 +22,10 @@ def serve(inbox: Connection, outbox: Connection) -> None:
     from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # on use: after die_with_parent, so a parent dying while the worker imports ends it
 
     from ragclinic.pipeline.parse import ocr  # on use: as above
+    from ragclinic.pipeline.parse.ocr_scratch import own_scratch  # on use: as above
 
     ocr.on_page(lambda: outbox.send(("beat",)))  # each page read by OCR resets the parent's parse_timeout_s
-    ocr.own_scratch()  # pytesseract's temporary files where a killed worker's are found and removed
+    own_scratch()  # pytesseract's temporary files where a killed worker's are found and removed
     settings = chunker = None
     known: dict[str, str] = {}
     while True:

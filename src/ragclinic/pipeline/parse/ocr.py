@@ -87,51 +87,6 @@ class OcrPage:
                                                                          for row in rows for c in row)}
 
 
-SCRATCH_PREFIX = "ragclinic-ocr-"  # + the pid: a parse worker's folder for pytesseract's temporary files
-
-
-def own_scratch(root: str | None = None) -> str:
-    """Temporary files of this process (pytesseract's page images and tesseract's output) in a folder of its own,
-    ``<tmp>/ragclinic-ocr-<pid>``, and the folders of processes that are gone removed: a parse worker killed while
-    reading a page leaves its files behind; its parent removes them (``drop_scratch``), or, when the parent was
-    killed too, the next worker. For the parse worker, a process of its own: it sets ``tempfile.tempdir``. Returns
-    the folder."""
-    import atexit  # on use: the parse worker's start
-    import os
-    import tempfile
-
-    root = root or tempfile.gettempdir()
-    for entry in os.scandir(root):  # a parent killed with its worker leaves the worker's folder: cleared here
-        pid = entry.name[len(SCRATCH_PREFIX):]
-        if entry.name.startswith(SCRATCH_PREFIX) and pid.isdigit() and entry.is_dir() and not _alive(int(pid)):
-            shutil.rmtree(entry.path, ignore_errors=True)
-    mine = os.path.join(root, f"{SCRATCH_PREFIX}{os.getpid()}")
-    os.makedirs(mine, exist_ok=True)
-    tempfile.tempdir = mine
-    atexit.register(shutil.rmtree, mine, True)
-    return mine
-
-
-def drop_scratch(pid: int) -> None:
-    """The folder of a parse worker that has ended (its parent killed it: a time-out, the end of an ingest)."""
-    import os  # on use
-    import tempfile
-
-    shutil.rmtree(os.path.join(tempfile.gettempdir(), f"{SCRATCH_PREFIX}{pid}"), ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    import os  # on use
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def available() -> bool:
     """Whether the tesseract program is installed."""
     return shutil.which("tesseract") is not None
