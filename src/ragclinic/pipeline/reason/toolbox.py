@@ -117,11 +117,13 @@ class Toolbox:
                 cols = "; ".join(f"{t['name']}: {', '.join(c[0] for c in t['columns'])}" for t in self.tables)
                 raise ToolError(f"{e} (the columns are {cols})") from None
             raise
+        if all(v is None for row in res.rows for v in row):  # no rows, or MAX(...) over none: nothing found
+            raise ToolError("sql: the query found nothing (" + ("no rows" if not res.rows else "NULL") + "); the "
+                            "value may be written in a passage, not in a table cell, or the WHERE clause may not "
+                            "match the table's values")
         lines = [" | ".join(res.columns)] + [" | ".join(_cell(v) for v in row) for row in res.rows[:MAX_OUTPUT_ROWS]]
         if len(res.rows) > MAX_OUTPUT_ROWS or res.truncated:
             lines.append(f"... ({len(res.rows)}{'+' if res.truncated else ''} rows)")
-        if not res.rows:
-            lines.append("(no rows)")
         rec.output = "\n".join(lines)
         rec.cites = tuple(n for n in dict.fromkeys(self.cite_table(t) for t in res.tables) if n is not None)
         if len(res.rows) == 1:
