@@ -11,16 +11,10 @@ from PIL import Image, ImageDraw
 
 from ragclinic.pipeline.parse.scan_columns import regions
 
+from .test_scan_layout import _noisy
+
 W, H = 1240, 1754  # an A4 page at 150 dpi
 LINE = 33  # a text line's pitch
-
-
-def _noisy(img: Image.Image, seed: int = 0) -> np.ndarray:
-    a = np.asarray(img, dtype=np.float32)
-    rng = np.random.default_rng(seed)
-    a = np.clip(a + rng.normal(0, 18, a.shape), 0, 255)
-    a[rng.random(a.shape) < 0.0015] = 0
-    return a.astype(np.uint8)
 
 
 def _lines(d: ImageDraw.ImageDraw, x0: int, x1: int, y: int, n: int, seed: int = 1, last: float = 0.35) -> int:
