@@ -146,6 +146,30 @@ def test_the_session_cookie_alone_does_not_authorise_a_cross_origin_request(serv
     assert keyed.status_code == 200
 
 
+def test_an_empty_or_malformed_authorization_header_is_no_key(served):
+    """Issue 51 (5): ``Authorization: Bearer `` with nothing after it (or a key with a space in it) beside an
+    admin's session cookie was taken as "a key in a header" and skipped the Origin and CSRF checks, while the
+    cookie's session still authorised the request."""
+    served.cookies.clear()
+    assert served.get(f"/?api_key={ADMIN}", follow_redirects=False).status_code == 303
+    for header in ("Bearer ", "Bearer    ", "bearer", "Bearer a b", "Bearer a\tb"):
+        bare = {"Authorization": header, "Origin": OTHER_ORIGIN}
+        r = served.post("/v1/diagnose", json={"question": "risk-free?", "expected": ["bills"], "apply": True},
+                        headers=bare)
+        assert r.status_code == 403 and r.json()["error"]["code"] == "cross_origin", (header, r.text[:200])
+        r = served.post("/ui/diagnose", data={"trace_id": "x", "expected": "y"}, headers=bare)
+        assert r.status_code == 403, header
+        r = served.post("/v1/ingest", headers={"Authorization": header},
+                        files=[("files", ("empty-bearer.txt", b"Planted.\n", "text/plain"))])
+        assert r.status_code == 403 and r.json()["error"]["code"] == "csrf", header
+    r = served.post("/v1/retrieval", json={"query": "bills"}, headers={"X-API-Key": " ", "Origin": OTHER_ORIGIN})
+    assert r.status_code == 403
+    assert "empty-bearer.txt" not in str(_documents(served))
+    served.cookies.clear()
+    r = served.post("/v1/retrieval", json={"query": "bills"}, headers={"Authorization": "Bearer "})
+    assert r.status_code == 401  # no session, no key
+
+
 def test_a_csrf_token_is_tied_to_its_session(served):
     served.cookies.clear()
     served.get(f"/?api_key={ADMIN}")
@@ -285,3 +309,68 @@ def test_each_channel_has_its_own_bucket_of_failures(tmp_path):
         for _ in range(3):
             assert client.get("/v1/models", headers=auth("wrong-key-000")).status_code == 401
         assert client.get("/v1/models", headers=auth(ADMIN)).status_code == 429
+
+
+# ---------------------------------------------------------------------- X-Forwarded-For from a client
+def _serve_options(tmp_path, monkeypatch, *extra) -> tuple:
+    """What `ragclinic serve` hands uvicorn (the app and its options), with a wrong-key limit of 3 a minute."""
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from ragclinic.cli.main import app as cli
+
+    served = {}
+    monkeypatch.setattr(uvicorn, "run", lambda application, **kw: served.update(app=application, **kw))
+    (tmp_path / "kb").exists() or _app(tmp_path).close()
+    monkeypatch.setenv("RAGCLINIC_LOGIN_FAILURES_MAX", "3")
+    r = CliRunner().invoke(cli, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "none", "--api-key", ADMIN, *extra])
+    assert r.exit_code == 0, r.output
+    application = served.pop("app")
+    return application, {k: v for k, v in served.items() if k not in ("host", "port", "workers")}
+
+
+def _guesses(url: str, n: int, forwarded=lambda i: {}) -> list[int]:
+    import httpx
+
+    return [httpx.get(f"{url}/v1/traces", headers={**auth(f"wrong-key-{i:03d}"), **forwarded(i)}).status_code
+            for i in range(n)]
+
+
+def test_a_client_cannot_name_the_address_its_wrong_keys_count_against(tmp_path, monkeypatch):
+    """Issue 51 (2): uvicorn believes X-Forwarded-For from 127.0.0.1 by default, so each wrong key counted against
+    an address the client made up (30 guesses, never a 429), and anyone could lock out an address by naming it.
+    `serve` believes forwarded headers only from --forwarded-allow-ips (default: none)."""
+    import uvicorn
+
+    from .conftest import on_socket
+
+    original = uvicorn.Config
+    application, options = _serve_options(tmp_path, monkeypatch)
+    monkeypatch.setattr(uvicorn, "Config", _with_options(original, options))
+    with on_socket(application) as url:
+        codes = _guesses(url, 30, lambda i: {"X-Forwarded-For": f"203.0.113.{i}"})
+        assert codes[:3] == [401] * 3 and set(codes[3:]) == {429}, codes
+    # behind a proxy that is named, the address it forwards is the client's (and each gets its own bucket)
+    application, options = _serve_options(tmp_path, monkeypatch, "--forwarded-allow-ips", "127.0.0.1,10.0.0.0/8")
+    assert options.get("forwarded_allow_ips") == ["127.0.0.1", "10.0.0.0/8"]
+    monkeypatch.setattr(uvicorn, "Config", _with_options(original, options))
+    with on_socket(application) as url:
+        assert set(_guesses(url, 6, lambda i: {"X-Forwarded-For": f"203.0.113.{i}"})) == {401}
+        assert _guesses(url, 4, lambda i: {"X-Forwarded-For": "198.51.100.7"})[-1] == 429
+
+
+def test_forwarded_allow_ips_names_the_bad_value(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragclinic.cli.main import app as cli
+
+    _app(tmp_path).close()
+    r = CliRunner().invoke(cli, ["serve", "--kb", str(tmp_path / "kb"), "--llm", "none",
+                                 "--forwarded-allow-ips", "proxy.example"])
+    assert r.exit_code == 2 and "'proxy.example'" in r.output and "10.0.0.0/8" in r.output
+
+
+def _with_options(config, options):
+    def make(app, **kw):
+        return config(app, **{**kw, **options})
+    return make

@@ -46,6 +46,11 @@ def serve_cmd(
                                            "Needs the ray extra: pip install -e '.[ray]'."),
     replicas: int = typer.Option(2, "--replicas", min=1, help="With --ray: server replicas (each loads the model)."),
     replica_cpus: float = typer.Option(1.0, "--replica-cpus", min=0.0, help="With --ray: CPUs reserved per replica."),
+    forwarded_allow_ips: List[str] = typer.Option(
+        [], "--forwarded-allow-ips", metavar="ADDRESS", show_default=False,
+        help="A reverse proxy whose X-Forwarded-For / X-Forwarded-Proto this server believes (repeatable or "
+             "comma-separated; an address or a network such as 10.0.0.0/8). Default: none — the client address "
+             "is the peer's own, so no client can name the address its wrong keys count against."),
 ) -> None:
     """Serve the knowledge base over HTTP: /v1/ask (JSON or server-sent events), /v1/chat/completions
     (OpenAI-compatible), /v1/retrieval, /v1/ingest, /v1/traces, /v1/diagnose, /v1/feedback, /healthz,
@@ -75,10 +80,27 @@ def serve_cmd(
     # SIGTERM / Ctrl-C: requests in flight get a few seconds, then the server stops (a long upload or question
     # no longer holds the process — its worker threads are daemons and end with it)
     uvicorn.run(application, host=host, port=port, log_level="warning", workers=workers_model,
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, **proxy_options(forwarded_allow_ips))
 
 
 SHUTDOWN_GRACE_S = 5
+
+
+def proxy_options(trusted: List[str]) -> dict:
+    """uvicorn's proxy settings for ``--forwarded-allow-ips``: forwarded headers believed only from the proxies
+    named. uvicorn's own default believes them from 127.0.0.1, so a client on loopback could name any address in
+    X-Forwarded-For and spread its wrong keys over addresses it made up (or lock out one it named)."""
+    ips = [p.strip() for item in trusted for p in item.split(",") if p.strip()]
+    for ip in ips:
+        if ip != "*":
+            try:
+                ipaddress.ip_network(ip, strict=False)
+            except ValueError:
+                raise fail(f"--forwarded-allow-ips {ip!r} is not an address or a network (e.g. 10.0.0.5 or "
+                           f"10.0.0.0/8; '*': any peer, only behind a proxy that every client must pass)") from None
+    if not ips:
+        return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    return {"proxy_headers": True, "forwarded_allow_ips": ips}
 
 
 def _hosts(settings, host: str, allowed_host: List[str], keys) -> list[str]:

@@ -62,7 +62,20 @@ class Keys:
 
 def presented_key(headers, query) -> str | None:
     """The key the request states itself (a header, or ``?api_key=``); a session cookie is not a key."""
+    return header_key(headers) or query.get("api_key") or None
+
+
+def header_key(headers) -> str | None:
+    """The key in ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``; None when neither holds a well-formed one.
+    An empty or malformed header (``Bearer `` and nothing, a key with spaces or control characters in it) is no
+    key at all: else it would excuse a browser's cookie-borne request from the Origin and CSRF checks
+    (guard.py) while the cookie's session still authorised it."""
     auth = headers.get("authorization", "")
-    if auth.lower().startswith("bearer "):
+    if auth[:7].lower() == "bearer " and _well_formed(auth[7:].strip()):
         return auth[7:].strip()
-    return headers.get("x-api-key") or query.get("api_key")
+    key = headers.get("x-api-key", "").strip()
+    return key if _well_formed(key) else None
+
+
+def _well_formed(key: str) -> bool:
+    return bool(key) and all(32 < ord(c) != 127 for c in key)

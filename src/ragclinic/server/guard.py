@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.requests import Request
 
 from ragclinic.server import errors
+from ragclinic.server.auth import header_key
 from ragclinic.server.sessions import CSRF_HEADER, SESSION_COOKIE, csrf_anchor
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
@@ -156,8 +157,9 @@ def bind_hosts(host: str, extra=()) -> list[str]:
 
 
 def _key_in_header(request: Request) -> bool:
-    auth = request.headers.get("authorization", "")
-    return auth.lower().startswith("bearer ") or bool(request.headers.get("x-api-key"))
+    """A well-formed key in a header (auth.header_key): an empty ``Bearer `` is none, so a cookie-borne request
+    that adds one is still checked."""
+    return header_key(request.headers) is not None
 
 
 def _refuse(status: int, code: str, message: str) -> JSONResponse:
