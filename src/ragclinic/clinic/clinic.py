@@ -240,10 +240,11 @@ class Clinic:
         ``window_hours`` against the ``baseline_days`` before them, with drift alerts (trace/health.py)."""
         return health_report(self.kb.db, window_hours=window_hours, baseline_days=baseline_days, days=days, now=now)
 
-    def trace(self, trace_id: str, *, exact: bool = False) -> Trace:
+    def trace(self, trace_id: str, *, exact: bool = False, enforced: dict[str, str] | None = None) -> Trace:
         """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,
-        ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``."""
-        return load_trace(self.kb.db, trace_id, exact=exact)
+        ``.input``, ``.output``), ``.state_after(layer)``, ``.parent_id``. ``enforced``: a tenant's tags — by id
+        only, and only a trace asked under exactly these (else "no trace", as for a missing id)."""
+        return load_trace(self.kb.db, trace_id, exact=exact, enforced=enforced)
 
     def replay(self, trace_id: str, *, enforced: dict[str, str] | None = None) -> Answer:
         """The trace's answer rebuilt from what it recorded — the state it started from (a re-run's change

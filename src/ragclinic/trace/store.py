@@ -26,10 +26,15 @@ def save_trace(db: Database, trace: Trace) -> None:
              trace.final.get("route", ""), json.dumps(trace.to_dict(), ensure_ascii=False)])
 
 
-def load_trace(db: Database, ref: str, *, exact: bool = False) -> Trace:
+def load_trace(db: Database, ref: str, *, exact: bool = False, enforced: dict[str, str] | None = None) -> Trace:
     """By id or unique id prefix (``exact``: by id only — what a tenant's key gets, so that prefixes tell it
-    nothing about other tenants' traces); the error lists near matches."""
-    if exact:
+    nothing about other tenants' traces); the error lists near matches. ``enforced`` (a tenant's tags; implies
+    ``exact``): only a trace whose request enforced exactly these, chosen inside the query, so that another
+    tenant's trace is never decoded and its 404 takes the time a missing one does."""
+    if enforced is not None:
+        rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ? AND json_extract(data, "
+                               "'$.request.enforced') = json(?)", [ref, _enforced_json(enforced)]).fetchall()
+    elif exact:
         rows = db.conn.execute("SELECT id, data FROM traces WHERE id = ?", [ref]).fetchall()
     else:
         pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -43,6 +48,11 @@ def load_trace(db: Database, ref: str, *, exact: bool = False) -> Trace:
     if len(rows) > 1:
         raise StoreError(f"trace prefix {ref!r} is ambiguous: {', '.join(r[0] for r in rows[:5])}; give more of it")
     return Trace.from_dict(json.loads(rows[0][1]))
+
+
+def _enforced_json(enforced: dict[str, str]) -> str:
+    """The ``request.enforced`` of a trace asked with these tags, as its JSON holds them."""
+    return json.dumps(sorted([k, v] for k, v in enforced.items()))
 
 
 def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, reruns: bool = False,
@@ -59,7 +69,7 @@ def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, r
         where.append("parent_id = ''")
     if enforced is not None:
         where.append("json_extract(data, '$.request.enforced') = json(?)")
-        args.append(json.dumps(sorted([k, v] for k, v in enforced.items())))
+        args.append(_enforced_json(enforced))
     if where:
         sql += " WHERE " + " AND ".join(where)
     sql += " ORDER BY created DESC LIMIT ?"
