@@ -16,9 +16,15 @@ log = logging.getLogger("ragclinic.server")
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status, self.code, self.message, self.headers = status, code, message, headers
+
+
+def busy(what: str, retry_after: int, setting: str) -> ApiError:
+    """429 with Retry-After: the server is doing as many of ``what`` as it does at once (``setting``)."""
+    return ApiError(429, "busy", f"the server is busy with {what}: try again in {retry_after} s ({setting})",
+                    {"Retry-After": str(retry_after)})
 
 
 def body(code: str, message: str) -> dict:
@@ -28,7 +34,7 @@ def body(code: str, message: str) -> dict:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(_request: Request, e: ApiError):
-        return JSONResponse(body(e.code, e.message), status_code=e.status)
+        return JSONResponse(body(e.code, e.message), status_code=e.status, headers=e.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, e: RequestValidationError):

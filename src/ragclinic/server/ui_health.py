@@ -4,7 +4,9 @@ Admin keys only: it counts every tenant's questions (as /metrics does)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import time
 
 from fastapi import APIRouter, Request
@@ -49,8 +51,15 @@ def health_page(request: Request):
 
 @router.get("/health/plot.png")
 def health_plot(request: Request):
-    """Per day: the watched rates with the baseline's as dashed lines; latency; the symptoms' rates."""
+    """Per day: the watched rates with the baseline's as dashed lines; latency; the symptoms' rates. Drawn through
+    the server's bounded renders (render.py): one reading of the traces is drawn once."""
     h = _health(request)
+    reading = hashlib.sha256(json.dumps(h, sort_keys=True, default=str).encode()).hexdigest()
+    png = state(request).renders.get(("health", reading), lambda: _plot(h))
+    return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
+def _plot(h: dict) -> bytes:
     import matplotlib  # on use: matplotlib (heavy), only when the plot is drawn
 
     matplotlib.use("Agg")
@@ -82,4 +91,4 @@ def health_plot(request: Request):
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
-    return Response(buf.getvalue(), media_type="image/png", headers={"Cache-Control": "no-store"})
+    return buf.getvalue()
