@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 import pytest
 
@@ -249,3 +250,40 @@ def test_a_deferred_start_that_failed_is_not_tried_again_for_every_call():
     with pytest.raises(ModelError, match="no backend"):
         ServiceModel(ModelService("no-such-backend", {}, label="m"), model_id="x").wait_started()
     svc.close()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_withdrawn_call_stops_at_the_next_token_and_the_worker_lives_on(stream):
+    """Issue 51 (3): a server's client that left had its model call run to the end. The request's cancel event
+    (ragclinic/cancel.py) set mid-reply makes the worker stop at its next token (SIGUSR1) and reply Withdrawn:
+    the call ends within a token or two, and the same worker (the model still loaded) answers the next call."""
+    from ragclinic import cancel
+
+    words = " ".join(f"w{i}" for i in range(200))
+    svc = ModelService("fake", {}, options={"replies": [words], "token_seconds": 0.05}, label="the fake model")
+    try:
+        lm = ServiceModel(svc)
+        lm.count_tokens("warm up")
+        pid, gone, pieces, out = svc.pid, threading.Event(), [], {}
+
+        def call():
+            cancel.CURRENT.set(gone)
+            t0 = time.monotonic()
+            try:
+                lm.chat(MSGS, max_tokens=300, on_token=pieces.append if stream else None)
+            except cancel.Withdrawn as e:
+                out["error"] = e
+            out["seconds"] = time.monotonic() - t0
+
+        t = threading.Thread(target=call)
+        t.start()
+        time.sleep(0.6)
+        gone.set()
+        t.join(10)
+        assert isinstance(out.get("error"), cancel.Withdrawn), out
+        assert out["seconds"] < 2.0, out  # 200 tokens at 0.05 s: 10 s had it run to the end
+        assert len(pieces) < 40
+        assert svc.pid == pid and svc.starts == 1  # not killed: in step, the model loaded
+        assert lm.chat(MSGS, max_tokens=3).text == "w0 w1 w2"
+    finally:
+        svc.close()

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     keep_hyphens: list[str] = Field([], description="Compounds whose hyphen at a line break is always kept "
                                      "(\"cash-flow\"): for ones the de-hyphenation joins. Re-ingest with "
                                      "--reparse after changing it.")
+    keep_boilerplate: list[str] = Field([], description="HTML globs whose nav/header/footer stay (ingest --reparse).")
+    ocr_dpi: int = Field(0, ge=0, le=600, description="Scans rendered at this dpi for OCR; 0: at their own (100-400).")
 
     # --- parse quality
     keyword_top_n: int = Field(50, gt=0, description="Distinctive tokens checked for keyword retention.")
@@ -301,8 +303,9 @@ class Settings(BaseSettings):
     # --- `ragclinic serve`: the doctor in the background (docs/server.md, "Repair in the background")
     repair_queue_max: int = Field(16, ge=0, le=1000, description="`\"repair\": \"async\"`: answers that may wait "
                                   "for the doctor; one more is 'skipped'; 0 = off (docs/server.md).")
-    repair_wait_s: float = Field(300.0, gt=0, le=3600, description="How long an open stream waits for the "
-                                 "background repair's outcome.")
+    repair_wait_s: float = Field(300.0, gt=0, le=3600, description="An open stream's wait for the repair's outcome.")
+    max_concurrent_asks: int = Field(32, ge=1, le=1024, description="Questions `serve` answers at once; then 429.")
+    max_concurrent_asks_per_key: int = Field(16, ge=1, le=1024, description="The same for one key (keyless: one address).")
 
     # --- `ragclinic serve`: the browser side (docs/server.md, "Browsers")
     allowed_hosts: list[str] = Field(["127.0.0.1", "localhost", "::1"], description="Host header names the server "

@@ -9,6 +9,7 @@ import signal
 import time
 from collections.abc import Callable, Sequence
 
+from ragclinic import cancel
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback
 
 Reply = str | Callable[[Sequence[Message]], str]
@@ -53,6 +54,7 @@ class ScriptedLanguageModel:
         text = " ".join(words[:max_tokens])
         if on_token:
             for i, w in enumerate(text.split(" ")):
+                cancel.check("the rest of the reply")  # between tokens, as the real backends do
                 on_token(w if i == 0 else " " + w)
         prompt_tokens = sum(len(m.content.split()) for m in messages)
         hidden = self.hidden_state(messages, tuple(hidden_layers)) if self.hidden_state and hidden_layers else {}

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragclinic import cancel
 from ragclinic.errors import ModelError
 from ragclinic.models.fields import decode, plan
 from ragclinic.models.hidden import HiddenCapture, wants_hidden
@@ -152,6 +153,9 @@ class LlamaModel:
                                              logits_processor=LogitsProcessorList(processors) if processors else None)
         pieces, finish, n = [], "stop", 0
         for part in stream:
+            if cancel.requested():  # the client left (ragclinic/cancel.py): no token more for nobody
+                stream.close()
+                raise cancel.Withdrawn("the client disconnected: the reply was stopped")
             choice = part["choices"][0]
             if choice["text"]:
                 n += 1  # a piece sampled (the last, empty chunk only carries the finish reason)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ragclinic import cancel
 from ragclinic.errors import ModelError
 from ragclinic.models.llm import LANGUAGE_MODELS, Completion, Message, TokenCallback, candidate_variants
 
@@ -71,8 +72,12 @@ class OpenAIModel:
                               getattr(usage, "completion_tokens", 0) or 0, choice.finish_reason or "stop",
                               logprobs=_marks(_content(choice)))
         pieces, finish, usage, tokens = [], "stop", None, []
-        for part in self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, stream=True,
-                               stream_options={"include_usage": True}, **extra):
+        stream = self._call(messages=msgs, max_tokens=max_tokens, temperature=temperature, stream=True,
+                            stream_options={"include_usage": True}, **extra)
+        for part in stream:
+            if cancel.requested():  # the client left (ragclinic/cancel.py): the HTTP stream is closed, the server stops
+                getattr(stream, "close", lambda: None)()
+                raise cancel.Withdrawn("the client disconnected: the reply was stopped")
             if part.choices:
                 delta = part.choices[0].delta.content or ""
                 if delta:

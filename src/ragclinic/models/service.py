@@ -20,7 +20,9 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ragclinic import cancel
 from ragclinic.errors import ModelCrashed, ModelError
 from ragclinic.models import warm
 from ragclinic.models.hidden import wants_hidden
@@ -43,6 +46,20 @@ log = logging.getLogger("ragclinic.models.service")
 # a worker's start (a Python process importing its backend, then loading the weights) is never given less than this,
 # however short llm_call_timeout is: on a loaded machine the import alone can take seconds
 LOAD_FLOOR_S = 30.0
+
+POLL_S = 0.25  # how often a call waiting on its worker looks whether its client has left
+
+
+def _withdraw(w) -> None:
+    """Ask the worker to stop the reply it is writing (SIGUSR1, models/worker.py); it replies ``Withdrawn`` at
+    its next token and keeps the model. A worker that cannot be signalled (a warm one, shared) finishes it."""
+    interrupt = getattr(w, "interrupt", None)
+    try:
+        if interrupt is not None:
+            interrupt()
+    except OSError:  # already gone: its end is read next
+        pass
+
 
 class StartFailed(ModelError):
     """The worker could not load the model (it died loading it, or answered that it cannot)."""
@@ -69,6 +86,10 @@ class _Worker:
 
     def kill(self) -> None:
         self.proc.kill()
+
+    def interrupt(self) -> None:
+        """Withdraw the request being answered (the worker stops at its next token, and stays in step)."""
+        os.kill(self.proc.pid, signal.SIGUSR1)
 
     def ended(self) -> str:
         """Why it ended (waits for the exit status; kills it if it does not exit)."""
@@ -217,11 +238,17 @@ class ModelService:
             w.send(json.dumps(request) + "\n")  # ASCII: any str, lone surrogates included
         except (BrokenPipeError, OSError, ValueError):
             raise self._crashed(w, "") from None
-        deadline = time.monotonic() + timeout
+        deadline, withdrawn = time.monotonic() + timeout, False
         while True:
+            if not withdrawn and request.get("op") != "load" and cancel.requested():  # the client left: the
+                # worker (loaded, so listening for the signal) stops at its next token
+                withdrawn = True
+                _withdraw(w)
             try:
-                line = w.replies.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = w.replies.get(timeout=min(POLL_S, max(0.0, deadline - time.monotonic())))
             except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
                 w.kill()
                 raise self._crashed(w, f"no reply within llm_call_timeout={timeout:g} s") from None
             if line is EOF:
@@ -236,6 +263,8 @@ class ModelService:
                     on_token(reply["token"])
                 continue
             if not reply.get("ok"):
+                if reply.get("kind") == "Withdrawn":
+                    raise cancel.Withdrawn(f"the client disconnected: {self.label} stopped its reply")
                 raise ModelError(f"{self.label}: {reply.get('error', 'failed')}")
             return reply
 

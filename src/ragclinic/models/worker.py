@@ -11,6 +11,8 @@ stderr once the protocol has its own copy, so nothing native can print into the 
   read)
 - ``{"op": "probs", "messages", "candidates"}`` / ``{"op": "count", "text"}`` → ``{"ok", "result"}``
 - ``{"op": "quit"}``; end of stdin (the parent died) ends the worker too.
+- SIGUSR1 withdraws the request being answered (the server's client left): it stops at its next token and replies
+  ``{"ok": false, "kind": "Withdrawn"}``.
 
 A request that fails in Python replies ``{"ok": false, "error", "kind"}`` and the worker lives on; a native
 crash kills the process, which the parent sees as the end of its stdout and reports with the signal.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -28,10 +31,13 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
+from ragclinic import cancel
 from ragclinic.models.fake_llm import PacedLanguageModel
 from ragclinic.models.llama import LlamaModel
 from ragclinic.models.llm import Completion, LanguageModel, Message, call_extras
 from ragclinic.models.weights import WEIGHTS
+
+STOP = threading.Event()  # set by SIGUSR1: the request being answered was withdrawn (its client left)
 
 
 def load(name: str, settings: dict, options: dict) -> tuple[LanguageModel, dict]:
@@ -51,14 +57,17 @@ def _messages(raw: Sequence) -> list[Message]:
     return [Message(role, content) for role, content in raw]
 
 
-def answer(model: LanguageModel, req: dict, on_token=None):
-    """The result of one request (chat, probs, count) on a loaded model; raises on a bad request."""
+def answer(model: LanguageModel, req: dict, on_token=None, between=None):
+    """The result of one request (chat, probs, count) on a loaded model; raises on a bad request. ``on_token``:
+    each piece of a streamed reply; ``between``: called with each piece of a reply that does not stream (a check
+    that may stop it)."""
     op = req.get("op")
     if op == "chat":
         extra = call_extras(req.get("hidden_layers") or (), bool(req.get("logprobs")))
         done: Completion = model.chat(_messages(req["messages"]), max_tokens=req["max_tokens"],
                                       temperature=req.get("temperature", 0.0),
-                                      on_token=on_token if req.get("stream") else None, schema=req.get("schema"),
+                                      on_token=on_token if req.get("stream") else between,
+                                      schema=req.get("schema"),
                                       **extra)
         out = [done.text, done.prompt_tokens, done.completion_tokens, done.finish_reason, done.prompt_reused]
         if done.hidden or done.logprobs:  # the last prompt token's vectors, per layer (models/hidden.py)
@@ -94,9 +103,27 @@ def serve(inp, out) -> None:
             elif model is None:
                 raise RuntimeError("no model is loaded; send a load request first")
             else:
-                send({"ok": True, "result": answer(model, req, lambda piece: send({"token": piece}))})
+                STOP.clear()  # after the request is read: a stop meant for the last one is spent
+                hook = _tokens(req, send)
+                send({"ok": True, "result": answer(model, req, hook, between=hook)})
         except Exception as e:  # noqa: BLE001 - reported to the parent, which raises ModelError
             send({"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__})
+
+
+def _tokens(req: dict, send):
+    """One request's ``on_token``: each piece to the parent when it streams; between pieces, a request the parent
+    withdrew (SIGUSR1: its client left) stops with ``Withdrawn`` — replied as an error, so the protocol stays in
+    step and the model stays loaded."""
+    def on_token(piece: str) -> None:
+        if STOP.is_set():
+            raise cancel.Withdrawn("the parent withdrew the request")
+        if req.get("stream"):
+            send({"token": piece})
+    return on_token
+
+
+def _withdrawn(_signum, _frame) -> None:
+    STOP.set()
 
 
 def _watch_parent() -> None:
@@ -116,6 +143,7 @@ def _watch_parent() -> None:
 def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     _watch_parent()
+    signal.signal(signal.SIGUSR1, _withdrawn)  # the parent's "stop the reply you are writing"
     faulthandler.enable(sys.stderr)  # a native crash leaves its Python stack in the parent's crash report
     proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything printed natively goes to stderr, never into the protocol

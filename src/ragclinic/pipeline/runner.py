@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from ragclinic import cancel
 from ragclinic.config import Settings
 from ragclinic.errors import (LayerError, LimitExceeded, ModelCrashed, ModelTimeExceeded, OutsideScope,
                               RagclinicError)
@@ -156,6 +157,7 @@ class Pipeline:
         ctx = self._context(state, from_layer, tape, frozen, crashes, on_token)
         spans = _earlier_spans(parent, from_layer, change)
         for layer in QUERY_LAYERS[QUERY_LAYERS.index(from_layer):]:
+            cancel.check(f"the {layer} layer")  # a client that left: nothing more is run or saved for it
             tape.layer, t0 = layer, time.perf_counter()
             try:
                 with in_layer(layer):

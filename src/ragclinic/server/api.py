@@ -25,6 +25,7 @@ from ragclinic.clinic import Question
 from ragclinic.errors import OutsideScope, StoreError
 from ragclinic.limits import check_question, check_scope, check_text
 from ragclinic.server import telemetry, uploads
+from ragclinic.server.admission import holder_of
 from ragclinic.server.auth import Principal
 from ragclinic.server.deps import Caller, state
 from ragclinic.server.errors import ApiError, no_trace
@@ -107,10 +108,13 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
     stays open for the outcome: `improved` (the better answer, what changed and why) or `repair_outcome`
     (unchanged, dropped, failed; or pending / running when `repair_wait_s` ran out)."""
     rc = state(request)
+    holder = holder_of(request, who)
     if "text/event-stream" in request.headers.get("accept", ""):
-        return StreamingResponse(_ask_events(rc, body, who, request), media_type="text/event-stream",
+        job = Job(asyncio.get_running_loop()).start(rc.asks, holder, _ask_work(rc, body, who))
+        return StreamingResponse(sse_body(job, request.is_disconnected), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    seen = await run_in_threadpool(consult, rc, body, who, None, None)
+    rc.asks.admit(holder)
+    seen = await rc.asks.answer(holder, request.is_disconnected, lambda: consult(rc, body, who, None, None))
     return seen.payload
 
 
@@ -129,9 +133,8 @@ def consult(rc, body: AskBody, who: Principal, on_token, on_span):
     return seen_by(seen, who, rc.settings)  # a tenant's key: no server folder in a source path
 
 
-async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
-    job = Job(asyncio.get_running_loop())
-
+def _ask_work(rc, body: AskBody, who: Principal):
+    """The streamed ask's work: layer events, the answer's pieces, citations, symptoms, repairs, final."""
     def work(j: Job) -> None:
         def on_span(span, st):
             if (ev := span_event(span, st)) is not None:
@@ -152,9 +155,7 @@ async def _ask_events(rc, body: AskBody, who: Principal, request: Request):
                 **p["repair"], "status": "unknown", "reason": "the server no longer holds this repair's outcome"}
             j.emit("improved" if out["status"] == "improved" else "repair_outcome", out)
 
-    job.run(work)
-    async for piece in sse_body(job, request.is_disconnected):
-        yield piece
+    return work
 
 
 @router.get("/repairs/{trace_id}", tags=["answers"])

@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
 from ragclinic.server import api, errors, openai_api, ui, ui_diagnose, ui_health, ui_scans
+from ragclinic.server.admission import Asks
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
 from ragclinic.server.guard import BrowserGuard
@@ -39,9 +40,12 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
 
     metrics.watch_health(_health_source(settings, pool))
 
+    asks = Asks(settings.max_concurrent_asks, settings.max_concurrent_asks_per_key)
+
     @asynccontextmanager
     async def lifespan(_app):
         yield
+        asks.close()
         repairs.close()
         pool.close()
 
@@ -53,7 +57,8 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.state.rc = ServerState(settings, keys or Keys(), pool, metrics, int(max_upload_mb * 1024 * 1024),
                                Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)),
                                ingest_via, Sessions(settings.session_hours * 3600),
-                               LoginLimiter(settings.login_failures_max, settings.login_failures_window_s), repairs)
+                               LoginLimiter(settings.login_failures_max, settings.login_failures_window_s), repairs,
+                               asks=asks)
     errors.install(app)
     app.add_exception_handler(TooManyAttempts, _too_many)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)

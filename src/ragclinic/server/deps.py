@@ -3,17 +3,19 @@ header or ``?api_key=``, else the UI's session), with the limit on wrong keys pe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import Depends, Request
 
 from ragclinic.config import Settings
 from ragclinic.server import errors
+from ragclinic.server.admission import Asks
 from ragclinic.server.auth import Keys, Principal, presented_key
 from ragclinic.server.guard import cross_site
 from ragclinic.server.metrics import Metrics
 from ragclinic.server.pool import ClinicPool
+from ragclinic.server.render import Renders
 from ragclinic.server.sessions import BROWSER, HEADER, SESSION_COOKIE, LoginLimiter, Sessions, client_address
 
 
@@ -31,6 +33,8 @@ class ServerState:
     sessions: Sessions | None = None  # the UI's logins (sessions.py)
     limiter: LoginLimiter | None = None  # failed logins per client address
     repairs: object = None  # the doctor in the background (repairs.RepairQueue)
+    renders: Renders = field(default_factory=Renders)  # pictures drawn on request: bounded, cached (render.py)
+    asks: Asks = None  # questions being answered: bounded per key and in all, on a pool of threads (admission.py)
 
 
 def principal(request: Request) -> Principal:

@@ -17,7 +17,6 @@ import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
@@ -26,6 +25,7 @@ from ragclinic.server.api import AskBody, bounded, consult
 from ragclinic.server.deps import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
+from ragclinic.server.admission import holder_of
 from ragclinic.server.sse import Job
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(bounded)])
@@ -99,10 +99,16 @@ async def chat_completions(body: ChatBody, request: Request, who: Principal = Ca
     check_messages(rc.settings, body.messages)
     ask = AskBody(question=question_of(body.messages, rc.settings), scope=body.scope, doctor=body.doctor)
     created = int(time.time())
+    holder = holder_of(request, who)
     if body.stream:
-        return StreamingResponse(_chunks(rc, ask, who, request, body.model, created), media_type="text/event-stream",
+        def work(j: Job) -> None:
+            j.emit("final", consult(rc, ask, who, lambda piece: j.emit("delta", piece), None))
+
+        job = Job(asyncio.get_running_loop()).start(rc.asks, holder, work)  # 429 here, before the stream
+        return StreamingResponse(_chunks(job, request, body.model, created), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
-    seen = await run_in_threadpool(consult, rc, ask, who, None, None)
+    rc.asks.admit(holder)
+    seen = await rc.asks.answer(holder, request.is_disconnected, lambda: consult(rc, ask, who, None, None))
     p = seen.payload
     return {"id": f"chatcmpl-{p.get('trace_id', '')}", "object": "chat.completion", "created": created,
             "model": body.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": p["answer"]},
@@ -117,15 +123,8 @@ def _usage(seen) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-async def _chunks(rc, ask: AskBody, who: Principal, request: Request, model: str, created: int):
-    job = Job(asyncio.get_running_loop())
+async def _chunks(job: Job, request: Request, model: str, created: int):
     streamed: list[str] = []
-
-    def work(j: Job) -> None:
-        seen = consult(rc, ask, who, lambda piece: j.emit("delta", piece), None)
-        j.emit("final", seen)
-
-    job.run(work)
     cid = f"chatcmpl-{int(time.time() * 1000)}"
 
     def chunk(delta: dict, finish: str | None = None, **extra) -> str:

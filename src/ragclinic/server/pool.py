@@ -13,20 +13,21 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from ragclinic import cancel
 from ragclinic.clinic import Clinic
 from ragclinic.config import Settings
-from ragclinic.errors import ModelError, StoreError
+from ragclinic.errors import StoreError
 from ragclinic.models.llm import Completion, Message, TokenCallback, call_extras
 from ragclinic.server.uploads import clean_stale, sources_under
 
-# set by a request whose client disconnected: its model calls not yet started are dropped
-CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("ragclinic_cancelled", default=None)
+# set by a request whose client disconnected: its model calls not yet started are dropped, the one running stops
+# between tokens, and the pipeline stops before its next layer (ragclinic/cancel.py)
+CANCELLED = cancel.CURRENT
 # set in the background repair's thread (server/repairs.py): its model calls wait while a question's are waiting
 BACKGROUND: contextvars.ContextVar[bool] = contextvars.ContextVar("ragclinic_background", default=False)
 
 
-class ClientGone(ModelError):
-    """The request's client disconnected before its model call started."""
+ClientGone = cancel.Withdrawn  # the request's client disconnected: its work was stopped
 
 
 class QueuedModel:

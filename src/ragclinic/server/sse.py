@@ -2,7 +2,8 @@
 answer's tokens, then citations, the doctor's symptoms and repairs, and the final ``ask --json`` object.
 
 ``Job`` bridges the pipeline's callbacks (called in the worker thread) to an asyncio queue the response
-reads; a client that disconnects sets the job's ``cancelled`` event, which drops its queued model calls.
+reads; a client that disconnects sets the job's ``cancelled`` event, which drops its queued model calls, stops
+the one running at its next token and the pipeline before its next layer (ragclinic/cancel.py).
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ragclinic.server.pool import CANCELLED, ClientGone
+from ragclinic.server.admission import Asks
+from ragclinic.server.pool import ClientGone
 
 log = logging.getLogger("ragclinic.server")
 KEEPALIVE_S = 10.0
+WATCH_S = 0.25  # while no event comes, how often the stream looks whether its client is still there
 _DONE = object()
 
 
@@ -32,10 +35,13 @@ class Job:
         """Thread-safe: queue one event for the response."""
         self.loop.call_soon_threadsafe(self.events.put_nowait, (event, data))
 
-    def run(self, work: Callable[["Job"], Any]) -> None:
-        """``work(job)`` in a thread; its result (or error) ends the stream."""
+    def start(self, asks: Asks, holder: str, work: Callable[["Job"], Any]) -> "Job":
+        """``work(job)`` on the server's pool of question threads, in a slot of ``holder``'s (admission.py: 429
+        when they are all taken — raised here, before the response starts); its result (or error) ends the
+        stream, and the slot is free as soon as it returns."""
+        asks.admit(holder)
+
         def target() -> None:
-            CANCELLED.set(self.cancelled)
             try:
                 work(self)
             except Exception as e:  # noqa: BLE001 - reported to the client as an `error` event
@@ -43,21 +49,27 @@ class Job:
             finally:
                 self.loop.call_soon_threadsafe(self.events.put_nowait, _DONE)
 
-        threading.Thread(target=target, name="ragclinic-request", daemon=True).start()
+        asks.submit(holder, self.cancelled, target)
+        return self
 
     async def stream(self, is_disconnected: Callable[[], Any]) -> AsyncIterator[tuple[str, Any] | None]:
         """(event, data) pairs, None for a keep-alive; stops at the end of the work or when the client left. However
         the stream ends — the work done, the client gone, the response cancelled — the job's queued model calls
         are dropped."""
         try:
+            quiet = 0.0
             while True:
                 try:
-                    item = await asyncio.wait_for(self.events.get(), timeout=KEEPALIVE_S)
+                    item = await asyncio.wait_for(self.events.get(), timeout=WATCH_S)
                 except asyncio.TimeoutError:
-                    if await is_disconnected():
+                    if await is_disconnected():  # looked at often: the work stops soon after its client left
                         return
-                    yield None
+                    quiet += WATCH_S
+                    if quiet >= KEEPALIVE_S:
+                        quiet = 0.0
+                        yield None
                     continue
+                quiet = 0.0
                 if item is _DONE:
                     return
                 yield item

@@ -33,6 +33,7 @@ from ragclinic.server.auth import Principal, presented_key
 from ragclinic.server.deps import TooManyAttempts, check_key, state
 from ragclinic.server.errors import ApiError, no_trace
 from ragclinic.server.guard import cross_site
+from ragclinic.server.admission import holder_of
 from ragclinic.server.sse import Job, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
 from ragclinic.trace.store import add_feedback, list_traces
@@ -178,7 +179,6 @@ async def ask_stream(request: Request):
         raise ApiError(422, "invalid_request", "q: ask a question")
     scope = ui_parts.scope_of(params, caller)
     check_request(rc.settings, question, scope)  # 422 before the stream starts (its errors are only an id)
-    job = Job(asyncio.get_running_loop())
 
     def work(j: Job) -> None:
         def on_span(span, st):
@@ -207,7 +207,7 @@ async def ask_stream(request: Request):
         if seen.repair_pending:
             _repair_later(rc, j, q, seen, caller, params)
 
-    job.run(work)
+    job = Job(asyncio.get_running_loop()).start(rc.asks, holder_of(request, caller), work)  # 429 before the stream
     return StreamingResponse(sse_body(job, request.is_disconnected, done=True), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})
 
