@@ -152,8 +152,8 @@ def test_verdict_is_the_first_fault_in_data_flow_order(kb, monkeypatch):
 def test_an_expectation_is_required_and_locate_ignores_form():
     with pytest.raises(RagclinicError, match="--expected"):
         Expectation()
-    assert locate("risk-free", "the Risk-\nfree rate", loose=False) is not None
-    assert locate("risk-free", "the riskfree rate") is None and locate("risk-free", "the riskfree rate", loose=True)
+    assert locate("risk-free", "the Risk-\nfree rate") is not None
+    assert locate("risk-free", "the riskfree rate") is not None  # as eval matches answers: the hyphen does not matter
     assert locate("７０", "共有70个议席") == (2, 4)
     assert locate("Paris", "a Parisian café") is None and locate("70", "in 1970") is None
     assert locate("Paris", "in Paris, France") == (3, 8)

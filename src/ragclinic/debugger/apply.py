@@ -14,16 +14,24 @@ questions — the knowledge base's recent ones, or an evaluation set's with thei
 ways; the verdict is ``fixed``, ``fixed_with_side_effects`` (some got worse), ``not_fixed`` or ``no_fix`` (the layer's
 suggestion cannot be carried out automatically). ``keep`` promotes the winning fix: settings written to the
 knowledge base's settings file, or the changed copy put in the original's place (the original kept beside it).
+
+A copy is a hidden folder beside the knowledge base, ``.KB.fix-PID-TAG``: the pid of the process that makes it is in
+its name, so a copy whose maker was killed (``kill -9``, a power cut: its ``finally`` never ran) is removed by the
+next apply (``clean_stale_copies``), and a live one's — a concurrent apply — is left alone, as stale upload folders
+are (server/uploads.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +80,7 @@ def apply(pipeline, trace: Trace, fixes: Sequence[Fix], expect: Expectation, *, 
     """Try ``fixes`` for ``trace``'s question until one answers it right (``expect``); then its side effects;
     ``keep``: promote it when nothing got worse. ``rebuild``: fixes that rebuild the knowledge base may run (the
     server does not: a rebuild re-embeds everything)."""
+    clean_stale_copies(pipeline.kb.folder)
     if not fixes:
         return Applied("no_fix", why="the verdict layer's suggestion cannot be carried out automatically")
     attempts: list[Attempt] = []
@@ -126,7 +135,7 @@ class _Variant:
         if self.fix.kb_settings and not self.rebuild:
             raise RagclinicError("a rebuild of the knowledge base is for the command line: "
                                  "`ragclinic diagnose ... --apply`")
-        self.copy = self.kb.folder.parent / f".{self.kb.folder.name}.fix-{self.tag}"
+        self.copy = self.kb.folder.parent / f".{self.kb.folder.name}.fix-{os.getpid()}-{self.tag}"
         try:
             self.parts = self._changed_copy(settings)
         except BaseException:
@@ -245,6 +254,31 @@ class _Variant:
         finally:
             kb.close()  # the lock goes with the original, now beside the new one
         return f"the changed copy replaced {folder}; the original is kept at {aside}"
+
+
+def clean_stale_copies(folder: Path) -> list[Path]:
+    """Remove the copies of the knowledge base at ``folder`` that killed applies left beside it
+    (``.KB.fix-PID-TAG`` whose process is gone); a live process's copy stays. → the copies removed."""
+    # a tag has no dot, so the copies of a knowledge base named "KB.fix-1" (".KB.fix-1.fix-…") never match
+    name = re.compile(rf"\.{re.escape(folder.name)}\.fix-(\d+)-[\w-]+")
+    removed = []
+    for entry in folder.parent.glob(f".{glob_escape(folder.name)}.fix-*"):
+        m = name.fullmatch(entry.name)
+        if m is None or not entry.is_dir() or entry.is_symlink() or _alive(int(m.group(1))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def _validated(base: Settings, update: dict[str, Any]) -> Settings:

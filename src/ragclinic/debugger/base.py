@@ -1,21 +1,22 @@
 """What the debugger's probes share: the expectation, a layer's report, the case under examination, and
-finding an answer in text the way a reader would (ignoring case, width, spacing and line-break hyphens).
+showing where an answer is in a text. Every comparison of an expected answer with a text — a document, its raw
+file, a chunk, an answer — goes through text/answers.py (``locate``, ``answer_correct``), the rule eval uses:
+punctuation, spaces, case, width and number formats do not matter.
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ragclinic.errors import RagclinicError
-from ragclinic.text.answers import answer_correct
+from ragclinic.text.answers import answer_correct, locate, locate_any
 from ragclinic.types import AskRequest, AskState
 from ragclinic.trace.model import LAYERS, Trace
 from ragclinic.types import Chunk, Hit, Passage
 
-__all__ = ["LAYERS", "STATUSES", "Case", "Expectation", "Fix", "LayerReport", "Probe"]
+__all__ = ["LAYERS", "STATUSES", "Case", "Expectation", "Fix", "LayerReport", "Probe", "around", "locate",
+           "locate_any"]
 
 STATUSES = ("ok", "fault", "not_reached")
 
@@ -149,54 +150,7 @@ class Probe(Protocol):
     def __call__(self, case: Case) -> LayerReport: ...
 
 
-# ---------------------------------------------------------------- finding an answer in text
-_SOFT = "\u00ad\u200b\u200c\u200d\ufeff"
-
-
-def fold(text: str) -> tuple[str, list[int]]:
-    """NFKC + lower case, character by character, with each folded character's offset in ``text``."""
-    out, where = [], []
-    for i, ch in enumerate(text):
-        for c in unicodedata.normalize("NFKC", ch).lower():
-            out.append(c)
-            where.append(i)
-    return "".join(out), where
-
-
-def _pattern(answer: str, loose: bool) -> re.Pattern[str] | None:
-    """Answer characters in order; between them whitespace (and, ``loose``, hyphens and soft breaks) may
-    appear or vanish."""
-    folded, _ = fold(answer)
-    chars = [c for c in folded if not c.isspace() and (not loose or c not in "-‐‑" + _SOFT)]
-    if not chars:
-        return None
-    gap = r"[\s\-‐‑" + _SOFT + r"]*" if loose else r"\s*"
-    # Latin letters and digits match whole words only ("Paris" is not in "Parisian", "70" not in "1970")
-    head = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
-    tail = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
-    return re.compile(head + gap.join(re.escape(c) for c in chars) + tail)
-
-
-def locate(answer: str, text: str, *, loose: bool = False) -> tuple[int, int] | None:
-    """The span of ``answer`` in ``text`` (case, width and spacing ignored; ``loose`` also ignores hyphens
-    and soft breaks), in ``text``'s own offsets."""
-    pat = _pattern(answer, loose)
-    if pat is None:
-        return None
-    folded, where = fold(text)
-    m = pat.search(folded)
-    if not m:
-        return None
-    return where[m.start()], where[m.end() - 1] + 1
-
-
-def locate_any(answers: list[str], text: str, *, loose: bool = False) -> tuple[str, tuple[int, int]] | None:
-    for a in sorted(answers, key=len, reverse=True):
-        if (span := locate(a, text, loose=loose)) is not None:
-            return a, span
-    return None
-
-
+# ---------------------------------------------------------------- showing an answer in text
 def around(text: str, span: tuple[int, int], width: int = 40) -> str:
     a, b = span
     return (("…" if a > width else "") + text[max(0, a - width):a] + "⟦" + text[a:b] + "⟧" + text[b:b + width]

@@ -4,7 +4,8 @@ In order: **entity missing** (the expected answer is written in the chunks but t
 **relation missing** (the question's entities and the answer's are in the graph, but no relation within two hops
 joins them, so expansion could not reach it), **community summary missing the point** (a global or mixed question:
 the expected answer is in a community's chunks, but the map step's points for it did not carry it — or that
-community was not among those mapped). ``None`` when the knowledge base has no graph.
+community was not among those mapped). ``None`` when the knowledge base has no graph. "Written" and "carried" are
+judged as eval matches answers (text/answers.py ``locate``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ragclinic.debugger.base import Case, Fix, LayerReport, fault, ok
 from ragclinic.graph.extract import normalise
 from ragclinic.pipeline.reason.graph import question_entities
 from ragclinic.graph.sync import enabled
+from ragclinic.text.answers import locate, locate_any
 
 FIX_ENTITY = ("the fast extractor takes capitalised names, acronyms, two-word noun phrases and jieba's proper nouns "
               "for entities; re-ingest with --graph model to have the language model extract typed entities")
@@ -36,10 +38,11 @@ def probe_graph(case: Case) -> LayerReport | None:
     q_keys = [k for k in question_entities(case.trace.query) if known(k)]
     evidence = {"kind": g.get("kind", ""), "path": g.get("path", ""), "question_entities": q_keys,
                 "communities": [c["id"] for c in g.get("communities", [])]}
-    written = [a for a in answers if _chunks_with(conn, a)]
+    holding = _chunks_with(conn, answers)
+    written = [a for a in answers if holding[a]]
     keys = [normalise(a) for a in written if known(normalise(a)) or known(normalise(a, "phrase"))]
     if written and not keys and all(len(a) >= 2 for a in written):
-        where = _chunks_with(conn, written[0])[:3]
+        where = holding[written[0]][:3]
         return fault(f"entity missing: {written[0]!r} is written in {len(where)} chunk(s) but is no entity of the "
                      f"graph", FIX_ENTITY, Fix("rebuild the graph with --graph model", graph="model"), chunks=where,
                      **evidence)
@@ -50,9 +53,9 @@ def probe_graph(case: Case) -> LayerReport | None:
                          FIX_RELATION, Fix("rebuild the graph with --graph model", graph="model"),
                          answer_entity=keys[0], **evidence)
     if answers and g.get("path") not in (None, "", "chunks"):
-        shown = " ".join(p["text"] for c in g.get("communities", []) for p in c["points"]).lower()
-        if not any(a.lower() in shown for a in answers):
-            holder = _community_holding(conn, written)
+        shown = " ".join(p["text"] for c in g.get("communities", []) for p in c["points"])
+        if locate_any(answers, shown) is None:
+            holder = _community_holding(conn, written, holding)
             mapped = set(evidence["communities"])
             if holder and holder in mapped:
                 return fault(f"community summary missing the point: community {holder} holds {written[0]!r}, but "
@@ -71,9 +74,19 @@ def _more_communities(case: Case) -> Fix:
     return Fix(f"map {k} communities (graph_communities_k)", settings={"graph_communities_k": k})
 
 
-def _chunks_with(conn, text: str) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT chunk_id FROM chunks WHERE instr(lower(text), lower(?)) > 0 LIMIT 20",
-                                       [text])]
+def _chunks_with(conn, answers: list[str], limit: int = 20) -> dict[str, list[str]]:
+    """Each answer → up to ``limit`` chunks that state it; only the chunks of documents that state it are read."""
+    docs = conn.execute("SELECT doc_id, text FROM documents ORDER BY rowid").fetchall()
+    out: dict[str, list[str]] = {a: [] for a in answers}
+    for a, found in out.items():
+        for doc_id, text in docs:
+            if len(found) >= limit:
+                break
+            if locate(a, text) is not None:
+                found.extend(c for c, t in conn.execute("SELECT chunk_id, text FROM chunks WHERE doc_id = ? ORDER BY "
+                                                         "ordinal", [doc_id]) if locate(a, t) is not None)
+        del found[limit:]
+    return out
 
 
 def _within(conn, seeds: list[str], hops: int) -> set[str]:
@@ -89,10 +102,10 @@ def _within(conn, seeds: list[str], hops: int) -> set[str]:
     return seen
 
 
-def _community_holding(conn, answers: list[str]) -> str:
-    """The level-0 community most of whose members' chunks hold one of ``answers``."""
+def _community_holding(conn, answers: list[str], holding: dict[str, list[str]]) -> str:
+    """The level-0 community most of whose members' chunks hold one of ``answers`` (``holding``: their chunks)."""
     for a in answers:
-        chunks = _chunks_with(conn, a)
+        chunks = holding[a]
         if not chunks:
             continue
         rows = conn.execute(

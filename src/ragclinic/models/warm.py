@@ -7,8 +7,10 @@ that would serve it. It holds ``w-<hash>.lock`` while it lives (so only it binds
 stderr to ``w-<hash>.log``, serves worker.py's JSON lines (warm_server.py) (the same ``answer()``) to one client at a time, checks
 each peer's uid (SO_PEERCRED; the client checks the worker's), and exits ``llm_warm_seconds`` after its last
 client left. A client's first line is its ``load`` request, answered as a fresh worker would (plus ``"warm":
-true`` and ``served``). A busy worker is waited for ``BUSY_WAIT_S``; that, and any failure to connect, raises
-:class:`Unavailable` and the service starts a private worker. Details: docs/architecture.md, "Warm worker".
+true`` and ``served``); a client that sends no whole line for ``CLIENT_IDLE_S`` is let go (a command that pauses
+longer, a chat between questions, finds its connection ended and connects again). A busy worker is waited for
+``BUSY_WAIT_S``; that, and any failure to connect, raises :class:`Unavailable` and the service starts a private
+worker. Details: docs/architecture.md, "Warm worker".
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from ragclinic.models.process import describe_exit, pump, worker_env
 
 BUSY_WAIT_S = 1.0  # a worker serving another command: wait this long for it, then start a private one
 SOCKET_WAIT_S = 15.0  # a worker just started: wait this long for its socket (its model load: llm_call_timeout)
+# a client silent this long between its requests (or half-way through one) is let go: it must not hold the worker that
+# every other command would use; its next call connects again, which costs milliseconds
+CLIENT_IDLE_S = 60.0
 _MAX_SOCKET_PATH = 100  # bytes; sockaddr_un holds 108
 _opted_in = False
 _PACKAGE = Path(__file__).parent.parent  # the ragclinic package folder: the code a warm worker runs
@@ -257,7 +262,7 @@ def _spawn(spec: WarmSpec, path: Path, load: dict) -> subprocess.Popen:
     env = worker_env()
     src = str(_PACKAGE.parent)  # the same code as this process
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    args = json.dumps({"socket": str(path), "idle": spec.idle_seconds, "load": load})
+    args = json.dumps({"socket": str(path), "idle": spec.idle_seconds, "load": load, "client_idle": CLIENT_IDLE_S})
     with open(path.with_suffix(".log"), "ab") as log:
         os.chmod(log.name, 0o600)
         return subprocess.Popen([sys.executable, "-m", "ragclinic.models.warm_server", args], stdin=subprocess.DEVNULL,

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from helpers import build_kb
+from ragclinic.eval.answer_form import form_violations
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.constraint_check import (absent_names, absent_note, broken_constraints,
                                                           matching_passages, refusal_reason)
@@ -93,7 +96,7 @@ def test_the_pipeline_refuses_with_the_reason_when_no_passage_has_the_asked_year
     state, _ = Pipeline(kb, lm=ScriptedLanguageModel([model], yes_prob=0.9)).ask("When was the 2021 NBA Draft held?")
     a = state.answer
     assert a.refused and a.route == "refuse"
-    assert a.text == "The documents give 2020 for this; the question asks about 2021."
+    assert a.text == "The documents describe the 2020 NBA Draft; the question asks about 2021."
     assert any(f.startswith("constraint_refused:") for f in a.flags)
     kb.close()
 
@@ -144,3 +147,48 @@ def test_a_number_no_passage_has_beside_a_real_one_does_not_switch_the_checks_of
     assert a.refused and any(f.startswith("constraint_refused:") for f in a.flags)
     assert any(f.startswith("invalid_citation: the model cited [9]") for f in a.flags)
     kb.close()
+
+
+# The refusal names the thing in the question's words (issue 51, item 11): asked about the first season with
+# passages about the tenth, "The documents describe the tenth season; the question asks about the first." — never
+# "The documents give 10 for this; the question asks about first." Users' phrasings, both languages, years too;
+# (question, passage, answer, refusal). HELD_OUT was kept aside while the wording was written.
+DEV = [
+    ("Who won the first season of Top Chef?", "Kristen Kish won the tenth season of Top Chef.", "Kristen Kish",
+     "The documents describe the tenth season; the question asks about the first."),
+    ("Who presented the 1st series of Bake Off?", "The tenth series of Bake Off was presented by Noel Fielding.",
+     "Noel Fielding", "The documents describe the tenth series; the question asks about the 1st."),
+    ("第一季的冠军是谁？", "第十季的冠军是张三。", "张三", "文档描述的是第十季；问题问的是第一季。"),
+    ("Who won the 2021 season?", "The 2020 season was won by the Lakers.", "The Lakers",
+     "The documents describe the 2020 season; the question asks about 2021."),
+    ("2021年NBA选秀在哪天举行？", "2020年NBA选秀于11月18日举行。", "11月18日", "文档描述的是2020年NBA选秀；问题问的是2021年。"),
+]
+HELD_OUT = [
+    ("Who was the First winner of the show?", "Anna Lee was the tenth winner of the show.", "Anna Lee",
+     "The documents describe the tenth winner; the question asks about the first."),
+    ("Who won the first season?", "Ben finished third in the tenth season.", "Ben",
+     "The documents describe the tenth season; the question asks about the first."),
+    ("第六届立法会有多少个议席？", "第五届立法会于2012年选出，共70个议席。", "70个议席", "文档描述的是第五届立法会；问题问的是第六届。"),
+    ("Which team won the championship in 2021?", "The Lakers won the 2020 championship.", "The Lakers",
+     "The documents give 2020 for this; the question asks about 2021."),
+    ("Who won the third season?", "The 1st season was won by Kelly Clarkson.", "Kelly Clarkson",
+     "The documents describe the 1st season; the question asks about the third."),
+    ("第1季的冠军是谁？", "第十季冠军是张三。", "张三", "文档描述的是第十季；问题问的是第1季。"),
+]
+
+
+@pytest.mark.parametrize("question, passage, answer, reason", DEV + HELD_OUT)
+def test_the_refusal_names_the_thing_in_the_questions_words(question, passage, answer, reason):
+    broken = broken_constraints(question, [_claim(answer, 1)], [_p(1, passage)])
+    assert broken
+    got = refusal_reason(question, broken)
+    assert got == reason
+    assert not re.search(r"asks about (?!the )[a-z]", got)  # never "asks about first"
+    assert form_violations({"answer": got, "citations": []}) == []  # fixed wording, as the form checks know it
+
+
+def test_a_claim_naming_another_ordinal_is_described_from_its_own_words():
+    ps = [_p(1, "Top Chef has aired on Bravo since 2006.")]
+    broken = broken_constraints("Who won the first season?", [_claim("Kristen Kish won the tenth season", 1)], ps)
+    assert refusal_reason("Who won the first season?", broken) == (
+        "The documents describe the tenth season; the question asks about the first.")

@@ -16,6 +16,9 @@
    whose article headings it kept keeps its clean extraction — the page without its declared boilerplate
    (navigation bars and tables of contents included) is converted whole by markdownify: headings, fenced code
    blocks and tables as the markup has them (issue 35).
+5. A page the ``keep_boilerplate`` setting names (a glob of its path or name) keeps its navigation, header, footer
+   and sidebars: step 2 is skipped and the page is converted whole by markdownify (trafilatura would drop them
+   again). For a page whose only statement of a fact is in such a block; ``diagnose --apply`` tries it (issue 51).
 
 The keyword-retention baseline is the visible text after step 2, so the warning fires when
 trafilatura drops real content (a section, a table), not on every page that had a menu.
@@ -26,9 +29,11 @@ this and named in the report.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import functools
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from ragclinic.config import Settings
 from ragclinic.errors import ParseError
@@ -65,7 +70,8 @@ class HtmlParser:
         title_el = root.find(".//title") if root is not None else None
         title = " ".join(title_el.text_content().split()) if title_el is not None else ""
         hidden = html_hidden(root, keep=settings.keep_hidden_text) if root is not None else []
-        article, visible, baseline = _extract(root) if root is not None else ("", "", "")
+        keep = keeps_boilerplate(source.path, settings.keep_boilerplate)
+        article, visible, baseline = _extract(root, keep) if root is not None else ("", "", "")
         warnings: tuple[str, ...] = ()
         if article:
             blocks = markdown_blocks(article)
@@ -74,8 +80,28 @@ class HtmlParser:
             warnings = (f"{source.path}: no main content found; used the full visible text of the page "
                         f"(navigation and footer text may be included)",)
         info = DocInfo(self.name, raw_text=baseline, title=title, warnings=warnings, hidden=tuple(hidden),
-                       metadata={"encoding": decoded.encoding, "main_content": bool(article)})
+                       metadata={"encoding": decoded.encoding, "main_content": bool(article),
+                                 **({"boilerplate_kept": True} if keep else {})})
         yield make_parsed(source, settings, assemble(blocks, keep_hyphens=settings.keep_hyphens), info)
+
+
+def boilerplate_blocks(data: bytes) -> list[tuple[str, str]]:
+    """The blocks step 2 removes as boilerplate (the outermost ones): (the block as its start tag says it, e.g.
+    ``<nav>`` or ``<div class="sidebar">``, its visible text). For the debugger: a fact only one of them states is
+    lost in parsing, and ``keep_boilerplate`` brings it back."""
+    from lxml import etree  # on use: lxml, needed only for HTML/XML documents
+
+    m = _META_CHARSET.search(data[:4096])
+    root = _parse(decode_bytes(data, declared=m.group(1).decode("ascii") if m else None).text)
+    if root is None:
+        return []
+    _drop(root.iter(*_INVISIBLE))
+    out = []
+    for el in root.iter(etree.Element):
+        if _is_boilerplate(el) and not any(_is_boilerplate(a) for a in el.iterancestors()):
+            named = [f'{k}="{el.get(k)}"' for k in ("class", "id") if el.get(k) and el.tag not in _BOILERPLATE_TAGS]
+            out.append((f"<{' '.join([el.tag, *named])}>", " ".join(el.text_content().split())))
+    return out
 
 
 def _parse(html: str):
@@ -93,14 +119,24 @@ def _parse(html: str):
         raise ParseError(f"not a valid HTML document: {e}") from None
 
 
-def _extract(root) -> tuple[str, str, str]:
-    """(main content as Markdown, all visible text, visible text without declared boilerplate)."""
+def keeps_boilerplate(path: Path | str, patterns: list[str]) -> bool:
+    """Whether the ``keep_boilerplate`` setting names this file: a glob of its path or of its name."""
+    path = Path(path)
+    return any(fnmatch.fnmatch(str(path), p) or fnmatch.fnmatch(path.name, p) for p in patterns)
+
+
+def _extract(root, keep_boilerplate: bool = False) -> tuple[str, str, str]:
+    """(main content as Markdown, all visible text, visible text without declared boilerplate — with it, when
+    ``keep_boilerplate``)."""
     from lxml import etree  # on use: lxml, needed only for HTML/XML documents
 
     _drop(root.iter(*_INVISIBLE))
     clean = copy.deepcopy(root)
-    _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
+    if not keep_boilerplate:
+        _drop(el for el in clean.iter(etree.Element) if _is_boilerplate(el))
     _promote_header_rows(clean)
+    if keep_boilerplate:  # the page whole: trafilatura would take the navigation out again
+        return _whole_markdown(clean), _lines(root), _lines(clean)
     article = _main_content(copy.deepcopy(clean))  # trafilatura edits the tree it is given
     if article and _lost_headings(clean, article):
         article = _whole_markdown(clean)

@@ -1,7 +1,8 @@
 """The OCR half of the PDF parser (pdf.py): scanned pages, and the pictures on pages that have text.
 
 - A page with no visible text whose pictures cover a fifth of it (a scan) is rendered at its picture's own
-  resolution (100-400 dpi) and read whole by OCR (ocr.py: upright, deskewed, ruled tables found).
+  resolution (100-400 dpi) and read whole by OCR (ocr.py: upright, deskewed, ruled tables found); at ``ocr_dpi``
+  when that is set (``diagnose --apply`` tries a higher one for a page OCR misread).
 - On a page with text, each picture large enough to hold text (a screenshot, a diagram with labels, a pasted scan)
   is rendered alone and read; its words are kept when Tesseract reads them confidently (a photograph gives a few
   unsure "words": nothing is kept). A picture's caption ("Figure 3: …", "图 3 …") travels with it: the caption and
@@ -44,6 +45,7 @@ class Scans:
         self.languages = settings.ocr if settings is not None else ""
         self.seconds = settings.ocr_page_seconds if settings is not None else 60.0
         self.limit = settings.ocr_max_pages if settings is not None else 0
+        self.dpi = settings.ocr_dpi if settings is not None else 0  # 0: each picture's own resolution
         self.pool = OcrPool(self.languages, self.seconds, settings.ocr_workers if settings is not None else 1)
         self.submitted: list[OcrRef] = []
         self.pages: list[OcrPage] = []  # the scanned pages read, in order
@@ -75,7 +77,7 @@ class Scans:
         if not self._room(number):
             return None
         ref = OcrRef(number)
-        self.pool.submit(page.to_image(resolution=_scan_dpi(page)).original, number, ref)
+        self.pool.submit(page.to_image(resolution=_scan_dpi(page, self.dpi)).original, number, ref)
         self.submitted.append(ref)
         return ref
 
@@ -95,7 +97,7 @@ class Scans:
                    min(float(page.width), float(pic["x1"])), min(float(page.height), float(pic["bottom"])))
             if box[2] - box[0] < 2 or box[3] - box[1] < 2:
                 continue
-            image = page.crop(box, strict=False).to_image(resolution=_picture_dpi(pic)).original
+            image = page.crop(box, strict=False).to_image(resolution=_picture_dpi(pic, self.dpi)).original
             self.pool.submit(image, page.page_number, ref)
             self.submitted.append(ref)
             at = _caption_of(box, out, float(page.height))
@@ -201,23 +203,23 @@ def _native_dpi(pic) -> float | None:
     return float(size[0]) / (width_pt / 72.0) if width_pt > 0 and len(size) == 2 and size[0] else None
 
 
-def _render_dpi(native: float | None, area_pt: float) -> int:
-    """``native`` within ``DPI_RANGE`` (``DPI`` when unknown), coarser when an area this large would pass
-    ``MAX_PIXELS`` (a huge page is rendered coarser, not out of memory)."""
+def _render_dpi(native: float | None, area_pt: float, fixed: int = 0) -> int:
+    """``fixed`` (the ``ocr_dpi`` setting) when set, else ``native`` within ``DPI_RANGE`` (``DPI`` when unknown);
+    coarser when an area this large would pass ``MAX_PIXELS`` (a huge page is rendered coarser, not out of memory)."""
     lo, hi = DPI_RANGE
-    dpi = min(hi, max(lo, native)) if native else DPI
+    dpi = fixed or (min(hi, max(lo, native)) if native else DPI)
     inches = area_pt / (72.0 * 72.0) or 1.0
     return round(min(dpi, (MAX_PIXELS / inches) ** 0.5))
 
 
-def _picture_dpi(pic) -> int:
-    """A picture's own resolution on the page, within ``DPI_RANGE``."""
-    return _render_dpi(_native_dpi(pic), _area(pic))
+def _picture_dpi(pic, fixed: int = 0) -> int:
+    """A picture's own resolution on the page, within ``DPI_RANGE`` (``fixed`` when set)."""
+    return _render_dpi(_native_dpi(pic), _area(pic), fixed)
 
 
-def _scan_dpi(page) -> int:
+def _scan_dpi(page, fixed: int = 0) -> int:
     """The resolution to render a scanned page at: its picture's own (upsampling a 150 dpi scan to 300 dpi makes
     its noise into letters: CER 0.14 against 0.017 at its own resolution, bench/RESULTS.md issue 39), within
-    ``DPI_RANGE``; ``DPI`` when the picture does not say."""
+    ``DPI_RANGE``; ``DPI`` when the picture does not say; ``fixed`` (``ocr_dpi``) when set."""
     native = [n for i in page.images if (n := _native_dpi(i))]
-    return _render_dpi(max(native) if native else None, float(page.width * page.height))
+    return _render_dpi(max(native) if native else None, float(page.width * page.height), fixed)
