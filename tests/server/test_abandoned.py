@@ -142,17 +142,3 @@ def test_a_flood_of_abandoned_asks_holds_no_thread_and_another_tenant_is_answere
     assert r.status_code == 200 and time.monotonic() - t0 < 10
     assert not [t for t in threading.enumerate() if t.name == "ragclinic-request"]  # no thread per request
 
-
-def test_a_json_ask_whose_client_left_stops_too(slow):
-    """The same for an ask answered as one JSON object (and a chat completion): the connection dropped after
-    0.5 s stops the work; nothing is saved."""
-    app, url, _ = slow
-    before = _traces(app)
-    for path, body in (("/v1/ask", {"question": "What is the proxy for the risk-free rate?", "doctor": False}),
-                       ("/v1/chat/completions", {"model": "ragclinic", "doctor": False,
-                                                 "messages": [{"role": "user", "content": "risk-free rate proxy?"}]})):
-        with pytest.raises(httpx.TimeoutException):
-            httpx.post(f"{url}{path}", headers=auth(ADMIN), json=body, timeout=0.5)
-    time.sleep(4.0)
-    assert _traces(app) == before, "the asks ran to their end for nobody"
-    assert _settled(app, 0.5)

@@ -1,8 +1,8 @@
 """Questions being answered (issue 51): at most ``max_concurrent_asks_per_key`` for one key (or one address,
 without keys) and ``max_concurrent_asks`` in all — one more gets 429 with Retry-After before any work starts —
 run on a pool of that many threads (never a thread per request). A question's slot is held while its work
-runs, not while its response is read: a client that leaves frees it as soon as the work stops (between layers,
-or at the model's next token: ragclinic/cancel.py)."""
+runs, not while its response is read: a stream's client that leaves frees it as soon as the work stops (between
+layers, or at the model's next token: ragclinic/cancel.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from ragclinic.server.errors import busy
 from ragclinic.server.sessions import client_address
 
 RETRY_AFTER_S = 2
-WATCH_S = 0.25  # how often a question answered as one JSON object looks whether its client is still there
 
 
 class Asks:
@@ -61,20 +60,11 @@ class Asks:
             self.release(holder)
             raise
 
-    async def answer(self, holder: str, is_disconnected: Callable[[], Any], fn: Callable[[], Any]) -> Any:
-        """``fn()`` for a request answered with one JSON object (slot taken): its client watched meanwhile, and
-        the work stopped when it leaves."""
-        gone = threading.Event()
-        future = asyncio.wrap_future(self.submit(holder, gone, fn))
-        try:
-            while True:
-                done, _ = await asyncio.wait({future}, timeout=WATCH_S)
-                if done:
-                    return future.result()
-                if await is_disconnected():
-                    gone.set()
-        finally:
-            gone.set()  # however this ends (the client gone, the response cancelled): nothing more for it
+    async def answer(self, holder: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` for a request answered with one JSON object (slot taken). Its client is not watched: through
+        the server's middleware a dropped connection is not seen before the response (a known limit, docs/server.md);
+        only a stream's client that leaves stops its work."""
+        return await asyncio.wrap_future(self.submit(holder, threading.Event(), fn))
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

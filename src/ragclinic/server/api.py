@@ -114,7 +114,7 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
         return StreamingResponse(sse_body(job, request.is_disconnected), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     rc.asks.admit(holder)
-    seen = await rc.asks.answer(holder, request.is_disconnected, lambda: consult(rc, body, who, None, None))
+    seen = await rc.asks.answer(holder, lambda: consult(rc, body, who, None, None))
     return seen.payload
 
 

@@ -108,7 +108,7 @@ async def chat_completions(body: ChatBody, request: Request, who: Principal = Ca
         return StreamingResponse(_chunks(job, request, body.model, created), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
     rc.asks.admit(holder)
-    seen = await rc.asks.answer(holder, request.is_disconnected, lambda: consult(rc, ask, who, None, None))
+    seen = await rc.asks.answer(holder, lambda: consult(rc, ask, who, None, None))
     p = seen.payload
     return {"id": f"chatcmpl-{p.get('trace_id', '')}", "object": "chat.completion", "created": created,
             "model": body.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": p["answer"]},
