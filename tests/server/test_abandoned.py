@@ -133,7 +133,7 @@ def test_a_flood_of_abandoned_asks_holds_no_thread_and_another_tenant_is_answere
     with ThreadPoolExecutor(12) as ex:  # 12 at once, each left after 0.2 s: 4 admitted, the others 429
         codes = list(ex.map(lambda i: _abandon(url, (ADMIN, OPS)[i % 2], after_s=0.2), range(12)))
     assert set(codes) == {200, 429}, codes
-    assert len(app.state.rc.asks.pool._threads) <= 4  # the pool's threads: max_concurrent_asks
+    assert len(app.state.rc.asks._pool._threads) <= 4  # the pool's threads: max_concurrent_asks
     time.sleep(1.0)
     assert _traces(app) == before
     assert _settled(app, 2.0)

@@ -23,7 +23,7 @@ RETRY_AFTER_S = 2
 class Asks:
     def __init__(self, overall: int, per_key: int) -> None:
         self.overall, self.per_key = overall, per_key
-        self.pool = ThreadPoolExecutor(max_workers=overall, thread_name_prefix="ragclinic-ask")
+        self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self._by: Counter[str] = Counter()
         self.running = 0
@@ -55,10 +55,18 @@ class Asks:
                 self.release(holder)
 
         try:
-            return self.pool.submit(run)
+            return self._executor().submit(run)
         except RuntimeError:  # the server is stopping
             self.release(holder)
             raise
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """The pool, started on first use — again after ``close`` when the same app is served once more (a
+        second lifespan: tests, an embedding host that restarts it)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.overall, thread_name_prefix="ragclinic-ask")
+            return self._pool
 
     async def answer(self, holder: str, fn: Callable[[], Any]) -> Any:
         """``fn()`` for a request answered with one JSON object (slot taken). Its client is not watched: through
@@ -67,7 +75,10 @@ class Asks:
         return await asyncio.wrap_future(self.submit(holder, threading.Event(), fn))
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def holder_of(request, who) -> str:

@@ -66,4 +66,6 @@ def test_scifact_corpus_parses_quickly():
     results = parse_all(SCIFACT)
     elapsed = time.perf_counter() - start
     assert len(results) == 5183 and all(isinstance(r, Parsed) for r in results)
-    assert elapsed < 10, elapsed
+    # a guard against work that grows with the corpus (minutes), not a speed goal: ~9 s here on a shared
+    # 2-core machine; the speed itself is measured in bench/, never in a timed test
+    assert elapsed < 60, elapsed
