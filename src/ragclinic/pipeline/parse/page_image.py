@@ -47,12 +47,14 @@ def page_png(path: str | Path, page: int, sha256: str = "") -> bytes | None:
 def _pdf_page(data: bytes, page: int):
     import pdfplumber  # on use: pdfplumber, for a PDF's page
 
+    from ragclinic.pipeline.parse.pdfium import page_picture
+
     with pdfplumber.open(io.BytesIO(data)) as pdf:
         if page > len(pdf.pages):
             return None
         p = pdf.pages[page - 1]
         longest = max(float(p.width), float(p.height), 1.0) / 72.0
-        return p.to_image(resolution=min(150.0, MAX_SIDE / longest)).original.copy()
+        return page_picture(p, min(150.0, MAX_SIDE / longest)).copy()
 
 
 def _picture_page(data: bytes, page: int):

@@ -19,6 +19,7 @@ from ragclinic.config import Settings
 from ragclinic.pipeline.parse.ocr import (LOW_CONFIDENCE, MAX_PIXELS, OcrPage, OcrPool, Rows, available,
                                           figure_block, is_caption, without_running)
 from ragclinic.pipeline.parse.reading_order import Box
+from ragclinic.pipeline.parse.pdfium import page_picture
 
 SCAN_SHARE = 0.2  # pictures covering this share of a page with no usable text make it a scan
 PICTURE_SHARE = 0.03  # a picture on a text page is read when it covers this share of the page...
@@ -77,7 +78,7 @@ class Scans:
         if not self._room(number):
             return None
         ref = OcrRef(number)
-        self.pool.submit(page.to_image(resolution=_scan_dpi(page, self.dpi)).original, number, ref)
+        self.pool.submit(page_picture(page, _scan_dpi(page, self.dpi)), number, ref)
         self.submitted.append(ref)
         return ref
 
@@ -97,7 +98,7 @@ class Scans:
                    min(float(page.width), float(pic["x1"])), min(float(page.height), float(pic["bottom"])))
             if box[2] - box[0] < 2 or box[3] - box[1] < 2:
                 continue
-            image = page.crop(box, strict=False).to_image(resolution=_picture_dpi(pic, self.dpi)).original
+            image = page_picture(page.crop(box, strict=False), _picture_dpi(pic, self.dpi))
             self.pool.submit(image, page.page_number, ref)
             self.submitted.append(ref)
             at = _caption_of(box, out, float(page.height))
