@@ -12,10 +12,10 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from ragclinic.cli.base import app, err, fail, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption
+from ragclinic.cli.eval_table import print_table
 from ragclinic.cli.progress import progress_bar
 
 TASKS = ("retrieval", "detection", "rag", "doctor")
@@ -64,6 +64,10 @@ def eval_cmd(
                                            "with its own model; metrics as a local run's. Needs the ray extra: "
                                            "pip install -e '.[ray]'. Not for detection."),
     ray_workers: int = typer.Option(0, "--ray-workers", min=0, help="Ray workers (0: one per CPU of the cluster)."),
+    blame: int = typer.Option(20, "--blame-losses", min=0, metavar="N",
+                              help="rag with the naive arm and --out: run the debugger on up to N questions per "
+                                   "arm that the peer answers and the arm does not (0: none); the layer it blames "
+                                   "goes into dominance.json and the report."),
     json_out: bool = JsonOption,
 ) -> None:
     """Evaluate on a dataset and print the metrics (a table, or one JSON object with --json).
@@ -85,7 +89,8 @@ def eval_cmd(
             result = _retrieval(data, kb, limit, llm, tick, rerank, spread)
         elif task == "rag":
             mode = "arms" if chosen else "baseline" if no_doctor else "ab" if ab else "doctor"
-            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen, spread, corpus, split)
+            result = _rag(data, kb, limit, seed, llm, noise, mode, out_dir, tick, chosen, spread, corpus, split,
+                          blame)
         elif task == "doctor":
             result = _rag(data, kb, limit, seed, llm, faults, "faults", out_dir, tick, ray=spread, split=split)
         else:
@@ -99,7 +104,7 @@ def eval_cmd(
     if json_out:
         print_json(result)
         return
-    _table(result)
+    print_table(result)
 
 
 @contextmanager
@@ -233,7 +238,7 @@ def _arms(arms: Optional[str], task: str, no_doctor: bool, ab: bool) -> tuple[st
 
 
 def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple[str, ...] = (), ray=None,
-         corpus: Optional[Path] = None, split: Optional[str] = None):
+         corpus: Optional[Path] = None, split: Optional[str] = None, blame: int = 0):
     """rag (mode baseline | doctor | ab | arms; ``noise`` = the settings) and doctor (mode faults; ``noise`` =
     the faults): the same runner, checkpoint and report. ``corpus``: the folder ingested into the shared
     knowledge base first."""
@@ -278,6 +283,8 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
     result = {"task": "doctor" if mode == "faults" else "rag", "n": len(rows), "mode": mode, **extra}
     if mode == "arms":
         result.update(_arms_result(rows, arms, seed))
+        if "naive" in arms:
+            result["dominance"] = _dominance(rows, arms, out_dir, settings.llm, blame, tick)
     elif mode == "baseline":
         result["metrics"] = {"baseline": arm_metrics(rows, "baseline")}
     elif mode == "doctor":
@@ -292,6 +299,22 @@ def _rag(data, kb_dir, limit, seed, llm, noise, mode, out_dir, tick, arms: tuple
 
         write_rag_report(out_dir, {**result, "dataset": data.source}, rows)
     return result
+
+
+def _dominance(rows: list[dict], arms: tuple[str, ...], out_dir: Optional[Path], llm: str, blame: int, tick) -> dict:
+    """Losses and wins of each arm against the naive peer; with --out, each loss blamed on a layer by the
+    debugger (kept in dominance.json: a resumed run diagnoses only new losses)."""
+    from ragclinic.eval.diagnose import blame_losses  # on use: the debugger
+    from ragclinic.eval.dominance import dominance, keep_blame  # on use: when the command runs (fast --help)
+
+    found = dominance(rows, arms)
+    if out_dir is None:
+        return found
+    saved = out_dir / "dominance.json"
+    old = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else None
+    found = blame_losses(keep_blame(found, old), llm, limit=blame, progress=tick, warn=_warn)
+    saved.write_text(json.dumps(found, ensure_ascii=False, indent=2), encoding="utf-8")
+    return found
 
 
 @contextmanager
@@ -361,40 +384,3 @@ def _default_kb(source: Path) -> Path:
     digest = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
     name = source.parent.name if source.name == "corpus.jsonl" else source.stem
     return Settings().cache_dir / "eval" / f"{name}-{digest}"
-
-
-def _table(result: dict) -> None:
-    """Metrics as rows, arms (retrievers, baseline / doctor) as columns: fits a narrow terminal."""
-    t = Table(title=f"{result['task']} · {result['n']} items · {result['dataset']}")
-    metrics = result["metrics"]
-    t.add_column("metric")
-    for arm in metrics:
-        t.add_column(arm, justify="right")
-    names = list(dict.fromkeys(k for m in metrics.values() for k in m))
-    from ragclinic.eval.report import count_text  # on use: when the command runs (fast --help)
-
-    for k in names:
-        t.add_row(k, *(f"{m[k]:.4f}" if isinstance(m.get(k), float) else count_text(m[k]) if isinstance(m.get(k), dict)
-                       else str(m.get(k, "—")) for m in metrics.values()))
-    out.print(t)
-    deltas = [("delta", result.get("delta", {}))]
-    deltas += [(f"{arm} − naive", d) for arm, d in result.get("delta_vs_naive", {}).items()]
-    for label, delta in deltas:
-        for name, d in delta.items():
-            out.print(f"{label} {name}: {d}" if not isinstance(d, dict) else
-                      f"{label} {name}: {d['delta']:+.4f} (95% CI {d['ci95'][0]:+.4f} … {d['ci95'][1]:+.4f})")
-    if "faults" in result:
-        _grid("per fault", result["faults"]["per_fault"])
-        _grid("per symptom (against the faults that should raise it)",
-              {k: v for k, v in result["faults"]["per_symptom"].items() if v["fired"] or v["recall"] is not None})
-
-
-def _grid(title: str, rows: dict[str, dict]) -> None:
-    """A table with one row per key and one column per field."""
-    t = Table(title=title)
-    cols = list(dict.fromkeys(k for r in rows.values() for k in r))
-    for c in ["", *cols]:
-        t.add_column(c, justify="right" if c else "left")
-    for name, r in rows.items():
-        t.add_row(name, *(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c, "—")) for c in cols))
-    out.print(t)

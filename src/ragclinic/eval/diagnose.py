@@ -15,7 +15,7 @@ from ragclinic.config import Settings
 from ragclinic.debugger import LAYERS, Debugger, Expectation
 from ragclinic.errors import RagclinicError
 from ragclinic.eval.report import write_rag_report
-from ragclinic.eval.tasks.rag import arm_ok
+from ragclinic.eval.dominance import arm_ok
 from ragclinic.trace.store import load_trace
 
 
@@ -97,3 +97,28 @@ def refresh_report(folder: Path, diagnosis: dict[str, Any]) -> None:
             continue
     result = json.loads(results.read_text(encoding="utf-8"))
     write_rag_report(folder, {**result, "dataset": result.get("dataset", "")}, rows)
+
+
+def blame_losses(dom: dict[str, Any], llm: str | None = None, *, limit: int = 20,
+                 progress: Callable[[int, int], None] | None = None,
+                 warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The debugger over the losses to the simple peer (eval/dominance.py): each loss case, on the knowledge base
+    it ran on, gets ``blame`` — the layer the debugger localises and its evidence summary and fix — unless it
+    has one already (a resumed run). At most ``limit`` diagnoses per arm (0: none); a case without a kept
+    knowledge base (an eval run without --out) is left undiagnosed."""
+    todo = [(arm, c) for arm, d in dom.items() for c in d["loss_cases"][:limit]
+            if limit and not c.get("blame") and c.get("kb") and c.get("trace_id")]
+    loaded: dict = {}
+    for i, (arm, c) in enumerate(todo, start=1):
+        if progress:
+            progress(i, len(todo))
+        row = {"kb": c["kb"], "expected": c["expected"], "expect_refusal": c["expect_refusal"],
+               arm: {"trace_id": c["trace_id"]}}
+        try:
+            d = _diagnose_row(row, arm, llm, loaded, warn)
+        except RagclinicError as e:
+            c["blame"] = {"layer": "error", "summary": str(e)[:300]}
+            continue
+        c["blame"] = {"layer": d.verdict, "summary": d.layers[d.verdict].evidence.get("summary", "")
+                      if d.verdict in d.layers else "", "suggestion": d.suggestion, "trace_id": d.trace_id}
+    return dom

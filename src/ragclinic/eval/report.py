@@ -55,6 +55,8 @@ def write_rag_report(folder: Path, result: dict[str, Any], rows: list[dict[str, 
         md += _delta_table(f"delta ({arm} − naive peer)", delta)
     if "faults" in result:
         md += _fault_tables(result["faults"])
+    if result.get("dominance"):
+        md += dominance_section(result["dominance"])
     md += _examples_section(metrics)
     diagnosis = folder / "diagnosis.json"
     if diagnosis.is_file():  # written by `ragclinic diagnose --from-eval FOLDER`
@@ -90,6 +92,36 @@ def _examples_section(metrics: dict[str, dict[str, Any]]) -> list[str]:
                f"| arm | case | answer | {why} |", "|---|---|---|---|"]
         md += [f"| {arm} | `{_cell(ex['key'])}` | {_cell(ex['answer'][:120])} | "
                f"{_cell('; '.join(ex['violations']) if 'violations' in ex else ex['swap'])} |" for arm, ex in shown]
+    return md
+
+
+def dominance_section(dom: dict[str, Any]) -> list[str]:
+    """Per arm, the questions the naive peer got right and the arm did not (losses) and the reverse (wins), then
+    every loss: what was asked and expected, both answers, the route, the model's answer field, the passage it
+    cited, the gate's best score, and the layer the debugger blames."""
+    md = ["", "## Against the simple peer (naive: the same passages in one prompt, no checks)", "",
+          "| arm | questions | peer right | arm right | lost (peer right, arm wrong) | won | losses by kind |",
+          "|---|---|---|---|---|---|---|"]
+    md += [f"| {arm} | {d['of']} | {d['peer_ok']} | {d['arm_ok']} | {d['losses']} | {d['wins']} | "
+           f"{_cell(', '.join(f'{k} {v}' for k, v in d['losses_by_kind'].items()))} |" for arm, d in dom.items()]
+    for arm, d in dom.items():
+        if not d["loss_cases"]:
+            continue
+        md += ["", f"### {arm}: the questions lost to the peer", "",
+               "| case | question | expected | peer | arm | kind | route | model wrote | cited | top support | blamed |",
+               "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for c in d["loss_cases"]:
+            st, blame = c.get("state") or {}, c.get("blame") or {}
+            route = "/".join(x for x in (st.get("route"), st.get("question_type"), st.get("path")) if x)
+            wrote = st.get("reply_answer") or "; ".join(st.get("reply_points") or []) or st.get("model_reply", "")
+            cited = " ".join(f"[{x['n']}] {x['text'][:60]}" for x in st.get("cited", [])[:2])
+            top = st.get("supports", [{}])[0] if st.get("supports") else {}
+            expected = "refusal" if c["expect_refusal"] else " / ".join(a[0] for a in c["expected"] if a)
+            md.append(f"| `{_cell(c['key'])}` | {_cell(c['question'][:80])} | {_cell(expected[:40])} | "
+                      f"{_cell(c['peer_answer'][:80])} | {_cell(c['answer'][:80])} | {c['kind']} | {_cell(route)} | "
+                      f"{_cell(str(wrote)[:80])} | {_cell(cited[:120])} | "
+                      f"{_fmt(top.get('support')) if top else '—'} | "
+                      f"{_cell(blame.get('layer', 'not diagnosed'))}: {_cell(str(blame.get('summary', ''))[:100])} |")
     return md
 
 

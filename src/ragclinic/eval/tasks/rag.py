@@ -30,11 +30,14 @@ from ragclinic.config import Settings
 from ragclinic.doctor import Doctor
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.datasets import DatasetError, QAItem
+from ragclinic.eval.dominance import arm_ok, run_state
 from ragclinic.eval.metrics import bootstrap_delta
 from ragclinic.eval.tasks.gold import gold_metrics, trace_gold
 from ragclinic.eval.tasks.naive import naive_arm, retrieved_arm
 from ragclinic.text.answers import answer_correct
+from ragclinic.errors import RagclinicError
 from ragclinic.limits import check_request
+from ragclinic.trace.store import load_trace
 from ragclinic.pipeline.generate.active import CALIBRATED
 
 PASSAGES = 5
@@ -110,9 +113,11 @@ def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token, active:
     return state.answer, None, trace
 
 
-def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None) -> dict[str, Any]:
+def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None,
+         state_of=None) -> dict[str, Any]:
     """One arm's row; with ``trace`` (the run's own) also its prompt tokens — given, and evaluated (not a
-    reused KV prefix or a remembered call) — and the time to the first streamed token."""
+    reused KV prefix or a remembered call) — and the time to the first streamed token; with ``state_of`` (the
+    trace of the run that wrote ``answer``) what that run held at each decision (eval/dominance.py)."""
     claims = answer.claims
     cited = [c for c in claims if c.cited]
     shown = {"answer": answer.text, "refused": answer.refused,
@@ -125,7 +130,8 @@ def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | No
             "conflict_stated": any(w in answer.text for w in ("disagree", "分歧")),
             "claims": len(claims), "unsupported": sum(c.verdict in ("unsupported", "contradicted") for c in claims),
             "cited": len(cited), "cited_ok": sum(c.verdict == "supported" for c in cited), "ms": round(ms, 1),
-            "lm_calls": calls, "trace_id": answer.trace_id, **_tokens(trace, ttft)}
+            "lm_calls": calls, "trace_id": answer.trace_id, **_tokens(trace, ttft),
+            **({"state": run_state(state_of, answer)} if state_of is not None else {})}
 
 
 def _tokens(trace, ttft: float | None) -> dict[str, Any]:
@@ -215,12 +221,13 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
             first = _FirstToken()
             answer, res, trace = _consult(parts, case.asked, doctor, first, active)
             total = (time.perf_counter() - t0) * 1000
+            kept = _kept_trace(parts, res, trace) if doctor else trace
         finally:
             parts.close()
     extra, doc = {}, None
     if doctor:
-        base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at)
-        doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"])
+        base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at, state_of=trace)
+        doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"], state_of=kept)
         doc.update(trace_gold(trace, case.item.gold))  # the doctor's retrieval: its initial run's
         doc["answer_trace_id"] = res.summary.get("answer_trace_id", doc["trace_id"])  # the kept answer's run
         if first.at is not None:
@@ -229,11 +236,22 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
                  "symptom_layers": {s.name: s.layer for s in res.symptoms},
                  "repairs": [r.treatment for r in res.repairs if r.accepted]}
     else:
-        base = _arm(answer, case, trace.total_ms, len(trace.model_calls), trace, first.at)
+        base = _arm(answer, case, trace.total_ms, len(trace.model_calls), trace, first.at, state_of=trace)
     base.update(trace_gold(trace, case.item.gold))
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
     return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}
+
+
+def _kept_trace(parts: wiring.Parts, res, root):
+    """The trace of the run whose answer the doctor kept (its root trace when it kept the first answer)."""
+    kept = res.summary.get("answer_trace_id")
+    if not kept or kept == root.id:
+        return root
+    try:
+        return load_trace(parts.kb.db, kept)
+    except RagclinicError:
+        return root  # not saved (a setting that keeps no traces): the first run's state
 
 
 def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkpoint: Path | None = None,
@@ -275,11 +293,6 @@ def _append_row(checkpoint: Path, row: dict) -> None:
     with open(checkpoint, "a+b") as f:
         cut = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"
         f.write((b"\n" if cut else b"") + (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
-def arm_ok(row: dict[str, Any], arm: dict[str, Any]) -> bool:
-    """Whether an arm's answer was the right outcome: a refusal where one is expected, else a correct answer."""
-    return arm["refused"] if row["expect_refusal"] else arm["correct"]
 
 
 def arm_metrics(rows: list[dict], arm: str) -> dict[str, Any]:
