@@ -242,3 +242,26 @@ def test_the_ui_trace_page_shows_the_plan_and_the_tool_calls(tmp_path):
         client.get("/?api_key=admin-key-123", follow_redirects=False)  # logs in (a session cookie)
         page = client.get(f"/traces/{a.trace_id}").text
     assert "The plan and its tool calls" in page and "calculator(3,120 + 2,905)" in page and "6,025" in page
+
+
+@pytest.mark.parametrize("q, text, path", [
+    # a count the passage states with a total word beside it: read, not computed (issue 52)
+    ("Altogether, how many member levels does the loyalty programme have?",
+     "The loyalty programme has 6 member levels altogether, from 200 to 9,000 points.", "direct"),
+    ("How many stations does the tram network have in total?",
+     "The tram network has a total of 41 stations, 7 of them underground.", "direct"),
+    ("公司一共有几家门店？", "公司目前共有38家门店，其中12家位于北京，9家位于上海。", "direct"),
+    ("这套系统总共支持多少种语言？", "该系统总共支持14种语言，默认语言为英语，另有3种正在测试。", "direct"),
+    # pieces to add up: still computed
+    ("How many stations do lines 1 and 2 have in total?", "Line 1 has 18 stations and line 2 has 23 stations.", "tools"),
+    ("两个仓库一共有多少名员工？", "北仓库有员工120名，南仓库有员工85名，两个仓库共有叉车30台。", "tools"),
+    # a stated total of another thing does not count
+    ("How many employees do the two shops have in total?", "The two shops have 9 tills in total; one has 14 staff "
+     "and the other 11.", "tools"),
+])
+def test_a_stated_count_is_read_not_computed(q, text, path):
+    class P:
+        class chunk:
+            pass
+    P.chunk.text = text
+    assert choose_path(q, [P()], [])[0] == path
