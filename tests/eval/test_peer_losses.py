@@ -28,7 +28,8 @@ def rows(tmp_path_factory):
     lm, flags = wiring.language_model(Settings.load(None, llm="local"))
     assert lm is not None and not flags
     try:
-        yield run_rag(cases(items, ["default"], 0), lm, {"llm": "local"}, doctor=False, arms=("naive", "baseline"),
+        base = {"llm": "local", "judge": "learned", "instruction_detector": "learned"}  # the product defaults
+        yield run_rag(cases(items, ["default"], 0), lm, base, doctor=False, arms=("naive", "baseline"),
                       checkpoint=tmp_path_factory.mktemp("peer") / "items.jsonl")
     finally:
         close = getattr(lm, "close", None)

@@ -85,7 +85,8 @@ def state_to_dict(state: AskState) -> JSON:
             "allowed_chunks": state.allowed_chunks, "excluded": [asdict(e) for e in state.excluded],
             "passages": [passage_to_dict(p) for p in state.passages],
             "conflicts": [asdict(c) for c in state.conflicts],
-            "decision": asdict(state.decision) if state.decision is not None else None, "draft": state.draft}
+            "decision": decision_to_dict(state.decision) if state.decision is not None else None,
+            "draft": state.draft}
 
 
 def state_from_dict(d: JSON) -> AskState:
@@ -168,7 +169,7 @@ def _scope_in(o: JSON) -> ScopeOutput:
 
 
 def _gate_out(o: GateOutput) -> JSON:
-    d = {"decision": asdict(o.decision), "supports": dict(o.supports), "support_by": list(o.support_by),
+    d = {"decision": decision_to_dict(o.decision), "supports": dict(o.supports), "support_by": list(o.support_by),
          "passages": [passage_to_dict(p) for p in o.passages], "ambiguity": o.ambiguity}
     if o.tables:
         d["tables"] = list(o.tables)
@@ -268,3 +269,12 @@ def _call_to_dict(c) -> JSON:
         if not d.get(key):
             d.pop(key, None)
     return d
+
+
+def decision_to_dict(d: GateDecision) -> dict:
+    """A gate decision's JSON; ``reread`` only when a second reading decided it (older traces write back as they
+    were read)."""
+    out = asdict(d)
+    if not out.get("reread"):
+        out.pop("reread", None)
+    return out

@@ -259,6 +259,7 @@ class GateDecision:
     clarifying_question: str = ""
     path: str = "direct"  # issue 17: "direct", or "tools" (a plan over sql / calculator / search)
     path_why: str = ""
+    reread: int = 0  # issue 52: the passage a second reading found the answer in, when that reading let it answer
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 over a shared knowledge base (``eval rag --kb`` / ``--corpus``), the simple-RAG peer: the top ``TOP`` passages of
 the same retrieval the pipeline runs (its retriever and settings; no scope, rerank, gate or doctor) in that prompt.
 
-It is the yardstick the pipeline must beat: if it answers better than ragclinic, the pipeline is a
+Its wording lives in pipeline/gate/reread.py, where the gate reads once more with it before a refusal on weak
+evidence. It is the yardstick the pipeline must beat: if it answers better than ragclinic, the pipeline is a
 regression, and its time is what ragclinic's time is compared against. The wording is the one the issue
 tracker fixed (issue 13), in the question's language; a reply containing the refusal phrase counts as a
 refusal. Answers are scored by the same matching as the other arms, and their form is checked the same way (the peer
@@ -17,32 +18,15 @@ from typing import Any
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.tasks.gold import naive_gold
 from ragclinic.text.answers import answer_correct
-from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.models.llm import LanguageModel
+from ragclinic.pipeline.gate.reread import INSTRUCTION, REFUSAL, refused  # the peer's wording (pipeline/gate/reread.py)
+from ragclinic.pipeline.gate.reread import peer_messages as naive_messages
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.text.lang import detect_language
 
 MAX_TOKENS = 64
 TOP = 5  # passages the simple-RAG peer is shown from a shared knowledge base
-INSTRUCTION = {
-    "en": "Answer the question using only the documents. If they do not contain the answer, reply exactly: "
-          "insufficient information.",
-    "zh": "请只根据文档回答问题。如果文档中没有答案，请只回答：信息不足。",
-}
-REFUSAL = ("insufficient information", "信息不足")
-
-
-def naive_messages(question: str, documents: tuple[str, ...] | list[str]) -> list[Message]:
-    lang = "zh" if detect_language(question) == "zh" else "en"
-    docs = "\n\n".join(f"Document {i}: {d}" if lang == "en" else f"文档{i}：{d}"
-                       for i, d in enumerate(documents, start=1))
-    asked = f"Documents:\n{docs}\n\nQuestion: {question}" if lang == "en" else f"文档：\n{docs}\n\n问题：{question}"
-    return [Message("system", INSTRUCTION[lang]), Message("user", asked)]
-
-
-def refused(text: str) -> bool:
-    low = text.lower()
-    return any(p in low for p in REFUSAL) or not text.strip()
+__all__ = ["INSTRUCTION", "REFUSAL", "naive_arm", "naive_messages", "refused", "retrieved_arm"]
 
 
 def naive_arm(lm: LanguageModel, question: str, documents, answers, fake_answers=()) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The ``rag`` task: end to end, baseline (the plain pipeline) and doctor on the same items in one run.
 
-Each item is answered against a knowledge base built from its own passages (as the RGB paper does;
-lexical retrieval, every passage reaches the context), or against the caller's knowledge base when the
+Each item is answered against a knowledge base built from its own passages (as the RGB paper does; the
+product's own retrieval — hybrid, e5 — at top 5, so every passage reaches the context, as every passage reaches
+the naive peer's prompt: a lexical-only base dropped a passage that shares no word with the question, and the
+pipeline refused a paraphrase the peer answered, issue 52), or against the caller's knowledge base when the
 item brings no passages (``eval rag --kb`` or ``--corpus``; its gold passage's rank is recorded: tasks/gold.py). With the doctor on, its first run *is* the plain pipeline's run (same process,
 temperature 0), so both arms come from one pass, item by item. For RGB each item is asked at every
 requested noise ratio (``neg`` = negative passages only: the right answer is a refusal) and, if asked,
@@ -91,7 +93,7 @@ def _item_parts(tmp: Path, docs: tuple[str, ...], base_settings, lm) -> wiring.P
     root.mkdir(parents=True)
     for i, d in enumerate(docs):
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
-    settings = Settings.load(tmp / "kb", **{**base_settings, "embedder": "none", "retriever": "lexical",
+    settings = Settings.load(tmp / "kb", **{"embedder": "e5", "retriever": "hybrid", **base_settings,
                                             "top_k": PASSAGES, "context_k": PASSAGES})
     parts = wiring.Parts(settings, model=lm)
     parts.ingest([root])

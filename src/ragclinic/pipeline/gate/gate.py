@@ -15,6 +15,9 @@ from ragclinic.text.support import content_terms
 from ragclinic.types import GateDecision, Passage
 
 
+WEAK = "best evidence score"  # how a refusal on weak evidence begins (gate/reread.py reads it again)
+
+
 def question_type(question: str, lm: LanguageModel | None) -> tuple[str, str]:
     qtype, sure = classify_rules(question)
     if sure or lm is None:
@@ -47,7 +50,7 @@ def decide(question: str, passages: Sequence[Passage], settings, judge: Judge | 
         return GateDecision("answer", qtype, min(side_scores.values()), "evidence for both sides: " + ", ".join(
             f"{k} {v:.2f}" for k, v in side_scores.items()), type_by), scored
     if best < need:
-        return GateDecision("refuse", qtype, best, f"best evidence score {best:.2f} < {need:.2f} threshold "
+        return GateDecision("refuse", qtype, best, f"{WEAK} {best:.2f} < {need:.2f} threshold "
                                                    f"(scored by {by})", type_by), scored
     premise = false_premise(question, scored, judge if is_model_judge(judge) else None)
     if premise:

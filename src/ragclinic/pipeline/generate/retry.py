@@ -50,7 +50,9 @@ def retry_declined(ctx, state: AskState, text: str, generator: str, drafts: list
     again = answer_again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
     if again:
         declined, (text, generator, claims, extra) = text, again
-        flags += extra + [f"answer_regenerated: the model said the documents do not say, the verifier gave "
+        why = ("the gate's second reading found the answer in" if state.decision and state.decision.reread else
+               "the verifier gave")
+        flags += extra + [f"answer_regenerated: the model said the documents do not say, {why} "
                           f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
                           f"{', '.join(f'[{p.n}]' for p in retry)}"]
         return text, generator, "answer", claims, {"text": declined, "claims": []}
@@ -81,9 +83,14 @@ def constraint_retry(ctx, state: AskState, broken, drafts: list[Draft], flags: l
 
 
 def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
-    """The verified passages to answer again from after a decline: only when the best reaches
-    ``decline_retry_evidence`` by a cheap verifier and no treatment wrote the answer."""
-    if not cheap(ctx.judge) or state.draft is not None:
+    """The passages to answer again from after a decline, unless a treatment wrote the answer: the one the gate's
+    second reading found the answer in (gate/reread.py), else the verified ones when the best reaches
+    ``decline_retry_evidence`` by a cheap verifier."""
+    if state.draft is not None:
+        return ()
+    if state.decision is not None and state.decision.reread:  # the gate's second reading found it there
+        return tuple(p for p in state.passages if p.n == state.decision.reread)
+    if not cheap(ctx.judge):
         return ()
     good = _verified_passages(ctx, state, [])
     return good if good and good[0].support >= ctx.settings.decline_retry_evidence else ()

@@ -1,0 +1,92 @@
+"""A second reading before a refusal on weak evidence (issue 52).
+
+The evidence scores (the verifier's, or word overlap) miss paraphrases: "how often do I get my building pass
+redone?" over "staff must renew their access badge every 18 months" scores 0.06, so the gate refused what the
+simple peer — every passage in one prompt, "answer from the documents or say: insufficient information" —
+answered. Before such a refusal the model reads the passages once with the peer's own wording (the same text
+`eval`'s naive arm uses; a short greedy reply), and the gate answers instead only when the reply is not the
+refusal phrase and is found in one of the passages (as ``eval`` matches answers, or nearly all of its content
+words). Asked about a thing the passages do not cover ("how often do I renew my parking permit?" over the same
+badge passages) the model says the phrase, and the refusal stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dataclasses import replace
+
+from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.text.answers import locate
+from ragclinic.text.lang import detect_language
+from ragclinic.text.support import coverage
+from ragclinic.types import GateDecision, Passage
+
+MAX_TOKENS = 48
+GROUNDED = 0.8  # share of the reply's content words one passage must hold, when the reply is not found whole
+INSTRUCTION = {
+    "en": "Answer the question using only the documents. If they do not contain the answer, reply exactly: "
+          "insufficient information.",
+    "zh": "请只根据文档回答问题。如果文档中没有答案，请只回答：信息不足。",
+}
+REFUSAL = ("insufficient information", "信息不足")
+
+
+def peer_messages(question: str, documents: Sequence[str]) -> list[Message]:
+    """The simple peer's prompt: every document numbered, the question, the fixed instruction in its language."""
+    lang = "zh" if detect_language(question) == "zh" else "en"
+    docs = "\n\n".join(f"Document {i}: {d}" if lang == "en" else f"文档{i}：{d}"
+                       for i, d in enumerate(documents, start=1))
+    asked = f"Documents:\n{docs}\n\nQuestion: {question}" if lang == "en" else f"文档：\n{docs}\n\n问题：{question}"
+    return [Message("system", INSTRUCTION[lang]), Message("user", asked)]
+
+
+def refused(text: str) -> bool:
+    low = text.lower()
+    return any(p in low for p in REFUSAL) or not text.strip()
+
+
+@dataclass(frozen=True)
+class Reread:
+    reply: str
+    passage: int  # the number of the passage that holds the reply; 0: none does (the refusal stands)
+
+    @property
+    def answers(self) -> bool:
+        return self.passage > 0
+
+
+def second_reading(question: str, decision: GateDecision, passages: Sequence[Passage],
+                   lm: LanguageModel | None, weak: str) -> GateDecision:
+    """``decision`` as it stands, or — when it refuses on weak evidence (its reason begins with ``weak``) and the
+    model's second reading finds the answer in a passage — an answer whose ``reread`` names that passage."""
+    if lm is None or decision.route != "refuse" or not decision.reason.startswith(weak) or not passages:
+        return decision
+    second = reread(question, passages, lm)
+    if not second.answers:
+        return replace(decision, reason=f"{decision.reason}; read again, the model found no answer "
+                                        f"({second.reply[:60]!r})")
+    return replace(decision, route="answer", reread=second.passage,
+                   reason=f"{decision.reason}, but read again the passages answer it: {second.reply[:80]!r} is "
+                          f"in [{second.passage}]")
+
+
+def reread(question: str, passages: Sequence[Passage], lm: LanguageModel) -> Reread:
+    """The model's reading of ``passages`` with the peer's wording, and the passage that holds its reply."""
+    done = lm.chat(peer_messages(question, [" ".join(p.chunk.text.split()) for p in passages]),
+                   max_tokens=MAX_TOKENS, temperature=0.0)
+    reply = done.text.strip()
+    if refused(reply):
+        return Reread(reply, 0)
+    return Reread(reply, holder(reply, passages))
+
+
+def holder(reply: str, passages: Sequence[Passage]) -> int:
+    """The number of the first passage that states ``reply`` — found whole, or nearly all of its content words."""
+    bare = reply.strip().rstrip(".。!！").strip()
+    for p in passages:
+        if bare and locate(bare, p.chunk.text) is not None:
+            return p.n
+    best = max(passages, key=lambda p: coverage(bare, p.chunk.text), default=None)
+    return best.n if best is not None and coverage(bare, best.chunk.text) >= GROUNDED else 0
