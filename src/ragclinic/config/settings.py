@@ -1,8 +1,7 @@
 """The one settings object. Every default is written here and nowhere else.
 
-Precedence, highest first: explicit arguments (CLI flags), environment variables ``RAGCLINIC_*``,
-the knowledge base's ``settings.toml``, the defaults below. See docs/settings.md for why each
-default is what it is.
+Precedence, highest first: explicit arguments (CLI flags), environment variables ``RAGCLINIC_*``, the knowledge
+base's ``settings.toml``, the defaults below. See docs/settings.md for why each default is what it is.
 """
 
 from __future__ import annotations
@@ -232,9 +231,7 @@ class Settings(BaseSettings):
     gate_threshold_judge: Optional[float] = Field(
         None, ge=0, le=1, description="Evidence needed to answer (judge P(yes)); unset = the value calibrated for "
                                       "the judge's model (docs/settings.md), 0.5 for an uncalibrated model.")
-    gate_reread: bool = Field(True, description="Before refusing on weak evidence, the model reads the passages once "
-                              "with the simple peer's wording; the gate answers when the reply is found in a passage "
-                              "(pipeline/gate/reread.py: the evidence scores miss paraphrases).")
+    gate_reread: bool = Field(True, description="Read once more as the peer does before a weak-evidence refusal.")
     gate_judge_max: int = Field(2, ge=0, le=20, description="Passages the judge scores (best word overlap first; "
                                                              "stops at the first it accepts). 0 = never judge.")
     claim_lexical_threshold: float = Field(0.5, ge=0, le=1, description="Claim support by words and numbers.")

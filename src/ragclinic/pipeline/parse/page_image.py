@@ -8,6 +8,8 @@ import hashlib
 import io
 from pathlib import Path
 
+from ragclinic.pipeline.parse.pdfium import page_picture
+
 MAX_SIDE = 1400  # pixels: enough to read a scanned page on a screen, small enough to send at once
 MAX_PIXELS = 40_000_000  # a picture decoded to show it has at most this many pixels (a JPEG is decoded scaled down)
 PAGED = (".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -46,8 +48,6 @@ def page_png(path: str | Path, page: int, sha256: str = "") -> bytes | None:
 
 def _pdf_page(data: bytes, page: int):
     import pdfplumber  # on use: pdfplumber, for a PDF's page
-
-    from ragclinic.pipeline.parse.pdfium import page_picture
 
     with pdfplumber.open(io.BytesIO(data)) as pdf:
         if page > len(pdf.pages):
