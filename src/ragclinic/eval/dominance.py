@@ -15,10 +15,10 @@ expected answer) and ``answered unanswerable`` (the peer refused rightly, ragcli
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
 from typing import Any
+
+from ragclinic.pipeline.generate.structured import parse_reply
 
 PEER = "naive"
 SHOWN = 3  # passages' gate scores kept per case (the highest)
@@ -58,18 +58,17 @@ def run_state(trace, answer=None) -> dict[str, Any]:
 
 
 def _reply_fields(raw: str) -> dict[str, Any]:
-    """The structured reply's status, short answer and evidence numbers, when the reply is the schema's JSON."""
-    text = re.sub(r"^```(?:json)?|```$", "", raw.strip()).strip()
-    try:
-        data = json.loads(text)
-    except ValueError:
+    """The structured reply's status and items as the generator read them (generate/structured.py), when the
+    model followed the schema: ``reply_answer`` and ``reply_evidence`` for one item, ``reply_points`` for more."""
+    reply = parse_reply(raw, "short")
+    if reply.form != "json":
         return {}
-    if not isinstance(data, dict):
-        return {}
-    out = {k: data[k] for k in ("status", "answer", "evidence") if k in data}
-    if isinstance(data.get("points"), list):
-        out["points"] = [p.get("text", "") for p in data["points"] if isinstance(p, dict)][:5]
-    return {f"reply_{k}": v for k, v in out.items()}
+    out: dict[str, Any] = {"reply_status": reply.status}
+    if len(reply.items) == 1:
+        out.update(reply_answer=reply.items[0].text, reply_evidence=list(reply.items[0].evidence))
+    elif reply.items:
+        out["reply_points"] = [i.text for i in reply.items][:5]
+    return out
 
 
 def loss_kind(row: dict[str, Any], arm: dict[str, Any]) -> str:

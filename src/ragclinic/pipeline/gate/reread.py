@@ -88,5 +88,5 @@ def holder(reply: str, passages: Sequence[Passage]) -> int:
     for p in passages:
         if bare and locate(bare, p.chunk.text) is not None:
             return p.n
-    best = max(passages, key=lambda p: coverage(bare, p.chunk.text), default=None)
-    return best.n if best is not None and coverage(bare, best.chunk.text) >= GROUNDED else 0
+    share, n = max(((coverage(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0], default=(0.0, 0))
+    return n if share >= GROUNDED else 0
