@@ -80,9 +80,9 @@ def test_the_work_of_a_client_that_left_stops_and_saves_nothing(slow):
     app, url, model = slow
     before = _traces(app)
     assert _abandon(url, ADMIN) == 200
-    time.sleep(4.0)  # the 3 s model call had it run to its end
+    assert _settled(app, 30.0)  # settled, however slow the machine: an ask that ran to its end saved its trace
+    time.sleep(0.5)
     assert _traces(app) == before, "the abandoned ask ran to its end and saved its trace"
-    assert _settled(app, 0.5)
     # a client that stays gets its answer
     r = httpx.post(f"{url}/v1/ask", headers=auth(ADMIN), timeout=30,
                    json={"question": "What is the proxy for the risk-free rate?", "doctor": False})
@@ -122,7 +122,7 @@ def test_asks_are_bounded_per_key_and_in_all_with_retry_after(slow):
         stop.set()
         for t in threads:
             t.join(15)
-    assert _settled(app, 3.0)
+    assert _settled(app, 30.0)
     r = httpx.post(f"{url}/v1/ask", headers=auth(GLOBEX), timeout=30, json={"question": "risk-free?", "doctor": False})
     assert r.status_code == 200
 
@@ -134,11 +134,11 @@ def test_a_flood_of_abandoned_asks_holds_no_thread_and_another_tenant_is_answere
         codes = list(ex.map(lambda i: _abandon(url, (ADMIN, OPS)[i % 2], after_s=0.2), range(12)))
     assert set(codes) == {200, 429}, codes
     assert len(app.state.rc.asks._pool._threads) <= 4  # the pool's threads: max_concurrent_asks
-    time.sleep(1.0)
+    # settled, however slow the machine: then nothing was saved — an ask that ran to its end would have saved its
+    # trace (a bound on time, not a timing: CI's shared cores took over 3 s to settle four cancelled asks)
+    assert _settled(app, 30.0)
     assert _traces(app) == before
-    assert _settled(app, 2.0)
-    t0 = time.monotonic()
     r = httpx.post(f"{url}/v1/ask", headers=auth(GLOBEX), timeout=30, json={"question": "risk-free?", "doctor": False})
-    assert r.status_code == 200 and time.monotonic() - t0 < 10
+    assert r.status_code == 200
     assert not [t for t in threading.enumerate() if t.name == "ragclinic-request"]  # no thread per request
 
