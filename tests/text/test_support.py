@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ragclinic.text.lang import simplified
-from ragclinic.text.support import content_terms, lexical_support, numbers
+from ragclinic.text.support import content_terms, lexical_support, numbers, stated_numbers
 from ragclinic.verify.answer_check import backing
 
 
@@ -26,3 +26,17 @@ def test_a_traditional_passage_backs_a_claim_written_with_a_digit_ordinal():
     passage = "28日，國務院任命梁振英為香港特別行政區第四任行政長官，7月1日，就職典禮舉行。"
     assert backing(q, "香港第4任行政长官是梁振英。", passage).backed
     assert not backing(q, "香港第4任行政长官是董建华。", passage).backed
+
+
+def test_a_passage_that_writes_a_number_in_words_has_the_digit_a_short_answer_gives():
+    # issue 52: "2" Golden Globes was refused against a passage saying "two Golden Globe Awards" — the peer's
+    # "two" was right, and so was ragclinic's "2"
+    passage = "Mary Kathleen Turner has won two Golden Globe Awards and was nominated twenty-one times."
+    assert {"2", "21"} <= stated_numbers(passage)
+    assert stated_numbers("他获得过两个奖项，第三名") >= {"2", "3"}
+    assert "1" not in stated_numbers("统一的一般规定")  # a bare 一 counts nothing
+    assert numbers(passage) == frozenset()  # a claim's own numbers stay digits
+    q = "How many Golden Globe Awards has Kathleen Turner won?"
+    assert backing(q, "2", passage).backed
+    assert not backing(q, "3", passage).backed
+    assert lexical_support("Turner won 2 Golden Globe Awards", passage) > 0.3

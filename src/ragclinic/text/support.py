@@ -63,6 +63,33 @@ def numbers(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+         "seventeen eighteen nineteen").split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+             "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split()
+_WORD_VALUE = ({w: i for i, w in enumerate(_ONES)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+               | {w: i + 1 for i, w in enumerate(_ORDINALS)})
+_SPELLED = re.compile(r"\b(" + "|".join(_TENS) + r")[- ](" + "|".join(_ONES[1:10]) + r")\b|\b("
+                      + "|".join(sorted(_WORD_VALUE, key=len, reverse=True)) + r")\b", re.I)
+# a Chinese numeral counting something ("两个", "三种", "十二届"): bare 一 is too common ("统一", "一般") to be a number
+_CN_COUNT = re.compile(r"([零一二两三四五六七八九十百]{1,4})(?=[个种项次名位年月天条款届座家人件本步倍章节层级])")
+
+
+def stated_numbers(text: str) -> frozenset[str]:
+    """``numbers`` plus the numbers a passage writes in words ("two Golden Globe Awards", "twenty-one", "third",
+    "两个"): the side that must *have* a claim's number. A claim's own numbers stay ``numbers`` (digits), so a
+    written-out answer is left to the verifier as before."""
+    out = set(numbers(text))
+    for m in _SPELLED.finditer(text):
+        if m.group(1):
+            out.add(str(_WORD_VALUE[m.group(1).lower()] + _WORD_VALUE[m.group(2).lower()]))
+        else:
+            out.add(str(_WORD_VALUE[m.group(3).lower()]))
+    out.update(str(v) for m in _CN_COUNT.finditer(text) if (v := _cn_number(m.group(1))))
+    return frozenset(out)
+
+
 def coverage(query: str, passage: str) -> float:
     """Share of the query's content terms found in the passage (0..1; 0 when the query has none)."""
     q = content_terms(query)
@@ -90,6 +117,6 @@ def lexical_support(claim: str, passage: str) -> float:
     """
     score = coverage(claim, passage)
     claim_numbers = numbers(claim)
-    if claim_numbers and not claim_numbers <= numbers(passage):
+    if claim_numbers and not claim_numbers <= stated_numbers(passage):
         score = min(score, 0.3)
     return score

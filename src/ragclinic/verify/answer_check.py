@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ragclinic.text.support import content_terms, numbers
+from ragclinic.text.support import content_terms, numbers, stated_numbers
 from ragclinic.verify.constraints import check_all, quoted_found
 
 
@@ -32,10 +32,11 @@ def backing(question: str, claim: str, passage: str, min_share: float = 0.5) -> 
     terms, nums = answer_part(question, claim)
     if not terms and not nums:
         return Backing(False, "the claim adds nothing to the question")
-    missing_nums = sorted(nums - numbers(passage))
+    stated = stated_numbers(passage)
+    missing_nums = sorted(nums - stated)
     if missing_nums:
         return Backing(False, f"the passage does not have {', '.join(missing_nums)}", tuple(sorted(terms)))
-    have = terms & content_terms(passage)
+    have = terms & (content_terms(passage) | stated)  # "2" is had by "two Golden Globes"
     if terms and len(have) / len(terms) < min_share:
         return Backing(False, "the passage lacks " + ", ".join(repr(t) for t in sorted(terms - have)[:4]),
                        tuple(sorted(terms)))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.text.support import content_terms, numbers
+from ragclinic.text.support import content_terms, numbers, stated_numbers
 from ragclinic.verify.base import judge_text  # noqa: F401  (re-exported: the detection task uses it)
 
 # Per language-model backend: (flag, clear). A claim whose every content word is in the evidence is
@@ -45,7 +45,7 @@ class Risk:
 def rule_risk(claim: str, evidence: str, question: str = "") -> Risk:
     terms = content_terms(claim) - _YES_NO
     ev_terms = content_terms(evidence)
-    new_numbers = sorted(numbers(claim) - numbers(evidence))
+    new_numbers = sorted(numbers(claim) - stated_numbers(evidence))
     if new_numbers:
         return Risk(0.95, True, "rules", f"number(s) {', '.join(new_numbers)} not in the evidence")
     haystack = (evidence + " " + question).lower()

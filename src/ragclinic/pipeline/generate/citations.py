@@ -17,7 +17,7 @@ from ragclinic.pipeline.gate.evidence import is_model_judge
 from ragclinic.pipeline.generate.base import Item
 from ragclinic.text.lang import detect_language
 from ragclinic.text.sentences import split_sentences
-from ragclinic.text.support import content_terms, lexical_support, numbers
+from ragclinic.text.support import content_terms, lexical_support, numbers, stated_numbers
 from ragclinic.types import Citation, Claim, Passage
 from ragclinic.verify import cheap, task_threshold
 from ragclinic.verify.answer_check import backing
@@ -190,7 +190,7 @@ def _numbers_missing(claim: str, pool: Sequence[Passage]) -> set[str]:
     said = numbers(claim)
     if not said:
         return set()
-    have = set().union(*(numbers(p.chunk.text) for p in pool)) if pool else set()
+    have = set().union(*(stated_numbers(p.chunk.text) for p in pool)) if pool else set()
     return set(said) - have
 
 

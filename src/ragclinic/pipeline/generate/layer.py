@@ -15,7 +15,9 @@ from ragclinic.pipeline.generate.constraint_check import absent_names, absent_no
 from ragclinic.pipeline.generate.draft import claims_of, drafted, model_declined, selection
 from ragclinic.pipeline.generate.printed_output import printed_sources
 from ragclinic.pipeline.generate.structured import completion
-from ragclinic.pipeline.generate.retry import constraint_retry, none_backed, retry_declined, retry_unsupported
+from ragclinic.pipeline.generate.answer_kind import mistyped
+from ragclinic.pipeline.generate.retry import (constraint_retry, none_backed, retry_declined, retry_unsupported,
+                                               type_retry)
 from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.trace.views import GenerateOutput
@@ -111,6 +113,8 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         unbacked = declined or unbacked
     if route == "answer" and (broken := broken_constraints(q, claims, passages)):
         text, generator, route, claims = constraint_retry(ctx, state, broken, drafts, flags)
+    if route == "answer" and (typed := mistyped(q, claims, passages))[0]:
+        text, generator, claims = type_retry(ctx, state, *typed, text, generator, claims, drafts, flags)
     if route == "answer":
         text, claims = stage.revise(ctx, state, text, claims, generator, flags)
     return route, claims, text, generator, unbacked

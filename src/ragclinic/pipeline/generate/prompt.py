@@ -32,10 +32,13 @@ SYSTEM_GLOBAL = ("The numbered sources come from different documents. Name each 
                  "question.")
 SYSTEM_ZH_HINT = "用中文回答（answer / text 字段用中文）。"
 
-# Prompt variants the doctor's voting tries when an answer is weakly supported (0 is the standard prompt).
+# Prompt variants: 1 and 2 the doctor's voting tries when an answer is weakly supported (0 is the standard prompt).
 VARIANTS = {
     1: "Answer with the words of the source that states the answer.",
     2: "Read the sources from the most relevant one. Answer briefly.",
+    # the answer held nothing of the kind the question asks for (generate/answer_kind.py)
+    3: "The question asks for a number: the answer is that number as the source writes it.",
+    4: "The question asks for a year or date: the answer is that year or date as the source writes it.",
 }
 
 

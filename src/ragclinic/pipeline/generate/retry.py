@@ -1,13 +1,14 @@
 """When the first answer cannot stand: none of its claims is in the passages (answered again from the passages the
 verifier found sufficient, else refused), the model declined over a passage the verifier is sure of (asked once
 more), or it breaks a year or ordinal the question asks about (answered again from passages that have it, else
-refused with the reason)."""
+refused with the reason), or it holds nothing of the kind asked for (answered again, asked for that kind)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.generate import answer_kind
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
 from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
@@ -80,6 +81,24 @@ def constraint_retry(ctx, state: AskState, broken, drafts: list[Draft], flags: l
     if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
         ctx.on_token(f"\n{text}")
     return text, "template", "refuse", []
+
+
+def type_retry(ctx, state: AskState, kind: str, passages, text: str, generator: str, claims, drafts: list[Draft],
+               flags: list[str]):
+    """The answer holds nothing of the kind the question asks for (a number, a year) while ``passages`` do
+    (generate/answer_kind.py): answer once more from them with the prompt that names the kind; kept when it holds
+    that kind and a claim of it is backed, else the first answer stands, flagged. (text, generator, claims)"""
+    first = text.strip().replace("\n", " ")[:80]
+    why = f"the question asks for {answer_kind.WORDS[kind]}; the answer '{first}' has none"
+    again = None if state.draft is not None else answer_again(ctx, state, passages, drafts, answer_kind.VARIANT[kind],
+                                                              f"the question asks for {answer_kind.WORDS[kind]}")
+    if again and answer_kind.holds(kind, again[2]):
+        text, generator, claims, extra = again
+        flags += extra + [f"type_regenerated: {why}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in passages)}"]
+        return text, generator, claims
+    flags.append(f"type_mismatch: {why}" + ("; answering again gave none either" if state.draft is None else ""))
+    return text, generator, claims
 
 
 def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
