@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.config import Settings
-from ragclinic.errors import ModelError
+from ragclinic.errors import ConfigError, ModelError
 from ragclinic.graph import sync as graph_sync
 from ragclinic.ingest.result import IngestAborted, IngestResult
 from ragclinic.ingest.runner import ingest
+from ragclinic.learn import run as learn_run
+from ragclinic.learn.run import LearnResult
 from ragclinic.models.embedder import Embedder
 from ragclinic.models.factory import create_embedder, create_language_model
 from ragclinic.models.judge import Judge
@@ -180,6 +182,18 @@ class Parts:
         if result is not None:
             result.graph = done.to_json()
         return done
+
+    def learn(self, *, on_progress=None, budget_s: float | None = None, max_chunks: int | None = None,
+              should_stop=None) -> LearnResult:
+        """The chunks not learned yet get the model's questions and keywords (learn/run.py), one run at a time;
+        ConfigError naming the fix without a language model."""
+        if self.lm is None:
+            raise ConfigError("kb learn needs a language model to write the questions: install it (pip install -e "
+                              "'.[local]') and use --llm local, or --llm server with an OpenAI-compatible server")
+        kb = self.kb
+        with learn_run.one_run(kb.folder):
+            return learn_run.learn(kb, self.lm, on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
+                                   should_stop=should_stop)
 
     def changed(self) -> None:
         """The knowledge base was written (an ingest, a graph sync): the next question gets a new pipeline."""

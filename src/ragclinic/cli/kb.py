@@ -1,5 +1,5 @@
-"""`ragclinic kb stats | docs | report | graph | health`: what a knowledge base holds, how well it was parsed, its graph,
-how it has been answering."""
+"""`ragclinic kb stats | docs | report | graph | health` (and `kb learn`, cli/learn.py): what a knowledge base holds, how
+well it was parsed, its graph, how it has been answering."""
 
 from __future__ import annotations
 

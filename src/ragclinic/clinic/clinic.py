@@ -147,6 +147,16 @@ class Clinic:
         return self.parts.sync_graph(mode, on_progress=on_progress, result=result)
 
     # ------------------------------------------------------------------ questions
+    def learn(self, *, on_progress=None, budget_s: float | None = None, max_chunks: int | None = None,
+              should_stop=None):
+        """Let the knowledge base learn its own documents (docs/learn.md): the model writes questions and keywords
+        for each chunk not learned yet, kept when their chunk ranks high for them; retrieval uses them at once.
+        Resumable, incremental, bounded by ``budget_s`` / ``max_chunks``. → ``LearnResult``."""
+        done = self.parts.learn(on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
+                                should_stop=should_stop)
+        self.parts.changed()
+        return done
+
     def ask(self, question: str, scope: dict[str, str] | None = None, doctor: bool = True,
             top_k: int | None = None, *, rerank: bool | None = None, on_token: TokenCallback | None = None,
             cache: bool | None = None) -> Answer:

@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ragclinic.config.files import SETTINGS_FILE, KbFileSource, explain, file_values, read_file, write_file
+from ragclinic.config.derived import DerivedSettings
 from ragclinic.config.names import check_name
 from ragclinic.errors import ConfigError
 
@@ -25,7 +26,7 @@ KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_
 # What a KB made before a setting became KB-defining was built with (when that differs from today's default).
 LEGACY_VALUES = {"chunk_context": False, "index_plain": False}
 # What a trace recorded before a setting existed ran with: a replay of it must make the same model calls.
-TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False}
+TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False, "learned_retrieval": False}
 
 
 def _default_cache_dir() -> Path:
@@ -33,7 +34,7 @@ def _default_cache_dir() -> Path:
     return Path(base) / "ragclinic"
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, DerivedSettings):
     model_config = SettingsConfigDict(env_prefix="RAGCLINIC_", extra="forbid", validate_default=True)
 
     # --- knowledge base and caches
@@ -241,21 +242,6 @@ class Settings(BaseSettings):
     ambiguity_threshold: float = Field(0.8, ge=0.0, le=1.01, description="Confidence at which the ambiguity step "
                                        "calls a question ambiguous (interactive: one clarifying question; else answered "
                                        "per sense). Chosen on the dev half of bench/reason/ambiguity_set.py.")
-    causal_links: bool = Field(False, description="Extract cause → effect links at ingest (`ingest --causal`; once "
-                               "set, the knowledge base keeps extracting) for causal-aware ranking and chains.")
-    causal_weights: tuple[float, float, float] = Field((0.5, 0.35, 0.15), description="Causal questions' ranking: "
-                                                       "α·similarity + β·causal-chain match + γ·recency.")
-    graph: Literal["", "fast", "model"] = Field("", description="Build a knowledge graph of entities, relations and "
-                                                "communities at ingest (`ingest --graph [fast|model]`; once set, the "
-                                                "knowledge base keeps it current) for questions about the whole "
-                                                "collection. fast: rules; model: the language model extracts.")
-    graph_global_threshold: float = Field(0.31, ge=0.0, le=1.01, description="Score from which the gate treats a "
-                                          "question as global (about the whole collection), chosen on the dev half of "
-                                          "bench/graph/questions.jsonl (docs/graph.md).")
-    graph_communities_k: int = Field(6, ge=1, le=30, description="Communities a global question's answer is mapped "
-                                     "over (most relevant first).")
-    graph_expand: int = Field(1, ge=0, le=5, description="Passages a specific question gains by following the graph "
-                              "1-2 hops from the entities it names (0 = no expansion).")
     tools_path: bool = Field(True, description="Route arithmetic and table questions to the planner (sql, calculator, "
                              "search; needs the language model). Off: every question is answered directly.")
     tools_max_calls: int = Field(5, ge=1, le=20, description="Tool calls per question on the tools path (a "

@@ -104,9 +104,9 @@ def test_dense_on_a_lexical_only_kb_names_the_fix(tmp_path):
 
 
 def test_unknown_retriever_lists_the_valid_names(kb):
-    with pytest.raises(ConfigError, match="dense, hybrid, lexical"):
+    with pytest.raises(ConfigError, match="dense, hybrid, lexical, question_terms, questions"):
         create_retriever(kb, "bm42")
-    assert RETRIEVERS.names() == ["dense", "hybrid", "lexical"]
+    assert RETRIEVERS.names() == ["dense", "hybrid", "lexical", "question_terms", "questions"]
 
 
 @pytest.mark.parametrize("query", ["risk-free rate", "bond price", "检索 段落", "cat floor", "nothing matches zzz"])

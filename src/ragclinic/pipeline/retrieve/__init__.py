@@ -1,6 +1,7 @@
-"""Retrieve layer: lexical (BM25), dense (e5) and hybrid (convex or reciprocal rank fusion) retrievers."""
+"""Retrieve layer: lexical (BM25), dense (e5), the learned questions' rankers (questions, question_terms) and hybrid
+(convex or reciprocal rank fusion) retrievers."""
 
-from ragclinic.pipeline.retrieve import dense, hybrid, lexical  # noqa: F401  (register the built-ins)
+from ragclinic.pipeline.retrieve import dense, hybrid, lexical, questions  # noqa: F401  (register the built-ins)
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, Retriever
 from ragclinic.pipeline.retrieve.hybrid import rrf
 from ragclinic.store.kb import KnowledgeBase

@@ -17,6 +17,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 
 from ragclinic.errors import ConfigError
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, Ranker, Retriever
+from ragclinic.pipeline.retrieve.questions import learned_parts
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Hit, SourceScore
 
@@ -70,6 +71,7 @@ class HybridRetriever:
             parts = [RETRIEVERS.create("lexical", kb)]
             if kb.embedder is not None:
                 parts.append(RETRIEVERS.create("dense", kb))
+            parts += learned_parts(kb)  # what `kb learn` wrote, once it has run (questions.py)
         if not parts:
             raise ConfigError("hybrid retrieval needs at least one retriever")
         s = kb.settings
