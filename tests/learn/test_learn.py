@@ -193,3 +193,29 @@ def test_cli_kb_learn_json_reports_the_run_and_its_progress(tmp_path, monkeypatc
     assert s.exit_code == 0 and json.loads(s.stdout)["learned"] == 2
     bad = CliRunner().invoke(app, ["kb", "learn", "--kb", str(tmp_path / "kb"), "--llm", "none"])
     assert bad.exit_code != 0 and "kb learn needs a language model" in bad.output
+
+
+def test_ingest_with_learn_after_ingest_starts_learning_in_the_background(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragclinic.cli.main import app
+
+    monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAGCLINIC_LEARN_AFTER_INGEST", "true")
+    monkeypatch.setenv("RAGCLINIC_LLM", "fake")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "bonds.md").write_text(DOCS["bonds.md"], encoding="utf-8")
+    r = CliRunner().invoke(app, ["ingest", str(docs), "--kb", str(tmp_path / "kb"), "--embedder", "fake", "--json"])
+    assert r.exit_code == 0, r.output
+    learning = json.loads(r.stdout)["learning"]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with Clinic.open(tmp_path / "kb", model=None) as c:
+            if store.stats(c.kb.db.conn)["learned"] == 1:
+                break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(Path(learning["log"]).read_text())
+    os.waitpid(learning["pid"], 0)  # started by this process (the CLI ran in it): its result is in the log
+    assert json.loads(Path(learning["log"]).read_text().strip().splitlines()[-1])["learned"] == 1

@@ -80,16 +80,36 @@ def ingest_cmd(
         raise
     finally:
         clinic.close()
+    learning = _learn_in_background(clinic.settings) if result.added or result.updated else None
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), **({"learning": learning} if learning else {})})
     else:
         print_summary(result)
+        if learning:
+            out.print(f"learning the new chunks in the background (pid {learning['pid']}, log {learning['log']}); "
+                      f"`ragclinic kb learn --stats` says how far it has got", highlight=False)
     if result.failed or (result.files == 0 and result.removed == 0):
         if not result.failed:
             hidden = f" ({len(result.skipped)} hidden entr{'y was' if len(result.skipped) == 1 else 'ies were'} " \
                      "skipped: name a hidden file on its own to ingest it)" if result.skipped else ""
             err.print(f"nothing was ingested: no supported files found under the given paths{hidden}")
         raise typer.Exit(EXIT_FAILED)
+
+
+def _learn_in_background(settings) -> dict | None:
+    """With ``learn_after_ingest``: `kb learn` started as a process of its own that outlives this command (the
+    knowledge base answers meanwhile; a second one started while it runs stops at once: one run at a time)."""
+    if not settings.learn_after_ingest or settings.llm == "none":
+        return None
+    import subprocess  # on use: only with learn_after_ingest
+    import sys  # on use: only with learn_after_ingest
+
+    log = settings.kb / "learn.log"
+    with log.open("ab") as f:
+        p = subprocess.Popen([sys.executable, "-c", "from ragclinic.cli.entry import main; main()", "kb", "learn",
+                              "--kb", str(settings.kb), "--json"],
+                             stdout=f, stderr=f, stdin=subprocess.DEVNULL, start_new_session=True)
+    return {"pid": p.pid, "log": str(log)}
 
 
 def parse_pairs(values: list[str], flag: str) -> dict[str, str]:

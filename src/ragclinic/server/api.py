@@ -243,6 +243,8 @@ def _ingest(rc, staging: Path, digests: list[str], pairs: dict):
         finally:
             uploads.settle(folders, _sources(clinic, staging.parent))
             rc.repairs.kb_changed(_version(clinic))  # answers waiting for the doctor that describe an older KB
+    if rc.settings.learn_after_ingest and rc.learner is not None and rc.pool.model is not None:
+        rc.learner.start()  # the new chunks' questions, in the background (server/learning.py)
     return uploads.relative(result, folders, staging)
 
 

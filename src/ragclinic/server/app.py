@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import api, errors, openai_api, ui, ui_diagnose, ui_health, ui_scans
+from ragclinic.server import api, errors, learning, openai_api, ui, ui_diagnose, ui_health, ui_scans
 from ragclinic.server.admission import Asks
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
@@ -20,6 +20,7 @@ from ragclinic.server.guard import BrowserGuard
 from ragclinic.server.metrics import CONTENT_TYPE_LATEST, Metrics
 from ragclinic.trace.health import stats as health_stats
 from ragclinic.server.pool import ClinicPool
+from ragclinic.server.learning import Learner
 from ragclinic.server.repairs import RepairQueue
 from ragclinic.server.sessions import LoginLimiter, Sessions
 from ragclinic.server.telemetry import make_tracer
@@ -37,6 +38,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     metrics = Metrics()
     pool = ClinicPool(settings, readers=readers, model=model, gauge=metrics.queue, on_warning=on_warning)
     repairs = RepairQueue(pool, settings, metrics)
+    learner = Learner(pool, settings)  # `kb learn` in the background (learning.py)
 
     metrics.watch_health(_health_source(settings, pool))
 
@@ -47,6 +49,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
         yield
         asks.close()
         repairs.close()
+        learner.close()
         pool.close()
 
     # the docs and the schema are routes of their own below: behind the key, Swagger UI from vendored files
@@ -58,7 +61,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
                                Path(evals) if evals else None, tracer or make_tracer(_endpoint(otlp_endpoint)),
                                ingest_via, Sessions(settings.session_hours * 3600),
                                LoginLimiter(settings.login_failures_max, settings.login_failures_window_s), repairs,
-                               asks=asks)
+                               asks=asks, learner=learner)
     errors.install(app)
     app.add_exception_handler(TooManyAttempts, _too_many)
     app.add_middleware(_BodyLimit, limit=app.state.rc.max_upload_bytes)
@@ -90,6 +93,7 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     ui.install(app)
     app.include_router(ui_diagnose.router)  # the trace page's diagnose panel
     app.include_router(ui_health.router)  # the health page (admin keys)
+    app.include_router(learning.router)  # kb learn in the background (admin keys)
     app.include_router(ui_scans.router)  # the page picture beside a passage read by OCR
     _install_docs(app)
     # outermost: a request for another host, or from another origin, is refused before anything reads it

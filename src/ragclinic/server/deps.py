@@ -35,6 +35,7 @@ class ServerState:
     repairs: object = None  # the doctor in the background (repairs.RepairQueue)
     renders: Renders = field(default_factory=Renders)  # pictures drawn on request: bounded, cached (render.py)
     asks: Asks = None  # questions being answered: bounded per key and in all, on a pool of threads (admission.py)
+    learner: object = None  # `kb learn` in the background (learning.Learner)
 
 
 def principal(request: Request) -> Principal:
