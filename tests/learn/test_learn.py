@@ -219,3 +219,13 @@ def test_ingest_with_learn_after_ingest_starts_learning_in_the_background(tmp_pa
         raise AssertionError(Path(learning["log"]).read_text())
     os.waitpid(learning["pid"], 0)  # started by this process (the CLI ran in it): its result is in the log
     assert json.loads(Path(learning["log"]).read_text().strip().splitlines()[-1])["learned"] == 1
+
+
+def test_a_question_that_pastes_the_passage_is_not_a_question():
+    chunk = ("使用 root 帐户是一个快速的方法，但正确的解决方法应该是对文件权限和用户组的成员进行合适的设置。")
+    assert ask.copied("使用 root 帐户是一个快速的方法，但正确的解决方法应该是对文件权限进行设置", chunk)
+    assert not ask.copied("普通用户打不开光驱怎么办？", chunk)
+    assert not ask.copied("How do I let a normal user read the CD drive?", chunk)
+    long = "x" * 161
+    assert ask.parse(json.dumps({"questions": [long, "Why can't my user open the CD drive?"], "keywords": []}), 3)[0] \
+        == ["Why can't my user open the CD drive?"]

@@ -22,6 +22,7 @@ SYSTEM = ("You write the questions real users would type into a search box that 
           "might search for. Reply in JSON: {{\"questions\": [...], \"keywords\": [...]}}.")
 SYSTEM_ZH = "问题和关键词都用中文写。"
 _WORDS = re.compile(r"\w+", re.UNICODE)
+MAX_QUESTION = 160  # characters: longer is a pasted passage, not a question a user types
 MAX_CHARS = 2400  # a chunk's text shown to the model, at most (the time budget is per chunk's tokens)
 
 
@@ -37,10 +38,18 @@ def parse(reply: str, n: int) -> tuple[list[str], list[str]]:
         data = json.loads(reply)
     except json.JSONDecodeError:
         head = reply.split('"keywords"')[0]  # the complete strings of the list, not a key, not one cut off
-        data = {"questions": re.findall(r'"([^"\\]{8,300})"\s*[,\]]', head), "keywords": []}
+        data = {"questions": re.findall(r'"([^"\\]{6,160})"\s*[,\]]', head), "keywords": []}
     if not isinstance(data, dict):
         return [], []
-    return _clean(data.get("questions"), n, 8, 300), _clean(data.get("keywords"), 8, 2, 60)
+    return _clean(data.get("questions"), n, 6, MAX_QUESTION), _clean(data.get("keywords"), 8, 2, 60)
+
+
+def copied(question: str, text: str, n: int = 8, share: float = 0.5) -> bool:
+    """A "question" that copies the passage (the 0.5B model pastes sentences): over half of its 8-character
+    pieces are in the passage. A user's question shares terms with it, not runs of them."""
+    q, t = " ".join(question.split()), " ".join(text.split())
+    grams = {q[i:i + n] for i in range(max(0, len(q) - n + 1))}
+    return bool(grams) and sum(g in t for g in grams) / len(grams) > share
 
 
 def _clean(values, limit: int, min_chars: int, max_chars: int) -> list[str]:

@@ -114,7 +114,7 @@ def learn_chunk(kb, model, chunk_id: str, doc_id: str, text: str, language: str,
     t0 = time.perf_counter()
     done = model.chat(ask.messages(text, language, n), max_tokens=max_tokens, temperature=0.0, schema=ask.SCHEMA)
     qs, kws = ask.parse(done.text, n)
-    ranks = [rank(q, chunk_id, keep_rank) for q in qs]
+    ranks = [None if ask.copied(q, text) else rank(q, chunk_id, keep_rank) for q in qs]  # a pasted one: not kept
     keep = [q for q, r in zip(qs, ranks) if r is not None]
     vectors = dict(zip(keep, kb.embedder.embed_queries(keep))) if keep and kb.embedder is not None else {}
     items = tuple(store.Item("question", q, r is not None, r, vectors.get(q)) for q, r in zip(qs, ranks))
