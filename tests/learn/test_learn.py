@@ -229,3 +229,26 @@ def test_a_question_that_pastes_the_passage_is_not_a_question():
     long = "x" * 161
     assert ask.parse(json.dumps({"questions": [long, "Why can't my user open the CD drive?"], "keywords": []}), 3)[0] \
         == ["Why can't my user open the CD drive?"]
+
+
+def test_the_canary_set_is_stable_and_kb_health_alerts_when_its_retrieval_drops(tmp_path):
+    from ragclinic.learn.canary import canary_set, retrieval_reading
+
+    class Broken:  # a retrieval that finds nothing: what a bad setting or a bad ingest does to the canaries
+        def retrieve(self, query, k, allowed=None):
+            return []
+
+    with _clinic(tmp_path) as c:
+        c.learn()
+        first = canary_set(c.kb.db.conn)
+        assert len(first) == 3 and {x.chunk_id for x in first} == {r[0] for r in c.kb.db.conn.execute(
+            "SELECT chunk_id FROM chunks")}  # one per chunk, all three documents
+        assert canary_set(c.kb.db.conn) == first
+        h = c.health()
+        assert h["canary"]["questions"] == 3 and h["canary"]["recall@5"] == 1.0 and h["canary"]["alert"] is None
+        assert retrieval_reading(c.kb, Broken())["recall@5"] == 1.0  # nothing changed: the reading stands
+        (tmp_path / "docs" / "more.md").write_text("# More\n\nCoupons are paid twice a year.\n", encoding="utf-8")
+        c.ingest(tmp_path / "docs")  # a new KB version: re-asked
+        r = retrieval_reading(c.kb, Broken())
+    assert r["recall@5"] == 0.0 and r["previous_recall@5"] == 1.0 and r["drop"] == 1.0
+    assert "fell from 1.00 to 0.00 since KB version" in r["alert"] and len(r["misses"]) == 3

@@ -215,6 +215,10 @@ def health(kb: Optional[Path] = KbOption,
             v.add_row(str(r["kb_version"]), str(r["questions"]), _fmt(r["answer_rate"]), _fmt(r["refusal_rate"]),
                       _fmt(r["hit_rate"]), _fmt(r["top1_relevance"]))
         out.print(v)
+    if (can := h.get("canary")) is not None:
+        was = f" (was {can['previous_recall@5']:.2f})" if can["previous_recall@5"] is not None else ""
+        out.print(f"canary: {can['recall@5']:.2f} of {can['questions']} learned questions find their chunk in the top "
+                  f"5{was}", highlight=False)
     for a in h["alerts"]:
         change = f"{a['change']:+.0%}" if a["change"] is not None else "new"
         out.print(f"[red]ALERT[/] {escape(a['metric'])}: {_fmt(a['current'])} now, {_fmt(a['baseline'])} in the "

@@ -36,6 +36,8 @@ from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.scale.ray_ingest import ingest_on_ray
 from ragclinic.store.kb import KnowledgeBase
+from ragclinic.learn import canary
+from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.trace.health import health as health_report
 from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
@@ -247,8 +249,17 @@ class Clinic:
     def health(self, *, window_hours: float = 24.0, baseline_days: float = 7.0, days: float = 30.0,
                now: float | None = None) -> dict:
         """The knowledge base's health from its traces and ratings: per day, per version, and the last
-        ``window_hours`` against the ``baseline_days`` before them, with drift alerts (trace/health.py)."""
-        return health_report(self.kb.db, window_hours=window_hours, baseline_days=baseline_days, days=days, now=now)
+        ``window_hours`` against the ``baseline_days`` before them, with drift alerts (trace/health.py); and once
+        the KB has learned its documents, its canary questions' retrieval (learn/canary.py), alerting on a drop."""
+        report = health_report(self.kb.db, window_hours=window_hours, baseline_days=baseline_days, days=days, now=now)
+        if (reading := canary.retrieval_reading(self.kb, create_retriever(self.kb))) is not None:
+            report["canary"] = reading
+            if reading["alert"]:
+                prev = reading["previous_recall@5"]
+                report["alerts"].append({"metric": "canary_recall@5", "current": reading["recall@5"], "baseline": prev,
+                                         "change": (reading["recall@5"] - prev) / prev if prev else None,
+                                         "why": reading["alert"]})
+        return report
 
     def trace(self, trace_id: str, *, exact: bool = False, enforced: dict[str, str] | None = None) -> Trace:
         """A saved trace (id or unique prefix): ``.question``, ``.answer``, ``.spans`` (``.layer``, ``.seconds``,

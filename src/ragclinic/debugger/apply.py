@@ -40,6 +40,7 @@ from ragclinic.config import Settings
 from ragclinic.config.settings import KB_DEFINING, read_settings_file, write_settings_file
 from ragclinic.debugger.base import Expectation, Fix
 from ragclinic.errors import RagclinicError
+from ragclinic.learn.canary import canary_set
 from ragclinic.store.snapshot import carry, snapshot, swap
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import list_traces, load_trace, save_trace
@@ -208,7 +209,10 @@ class _Variant:
             return {"asked": 0, "changed": 0, "better": 0, "worse": 0, "rows": [],
                     "why": "the fix changes only how this question is asked"}
         change = _request_change({k: v for k, v in self.fix.request.items() if k != "scope"})
-        rows = []
+        rows, source = [], "eval set"
+        if not eval_set and (canaries := canary_set(self.kb.db.conn)):  # the KB's own set (learn/canary.py)
+            eval_set = [(c.question, Expectation(gold_doc=c.doc_id)) for c in canaries[:others]]
+            source = "the knowledge base's canary questions (kb learn)"
         if eval_set:
             asked = [(question, expect, None) for question, expect in eval_set]
         else:
@@ -224,7 +228,7 @@ class _Variant:
                 rows.append({"question": question[:200], "change": "error", "error": f"{type(e).__name__}: {e}"})
         return {"asked": len(rows), "changed": sum(r["change"] not in ("same", "error") for r in rows),
                 "better": sum(r["change"] == "better" for r in rows), "worse": sum(r["change"] == "worse" for r in rows),
-                "source": "eval set" if eval_set else "recent questions", "rows": rows}
+                "source": source if eval_set else "recent questions", "rows": rows}
 
     def keep(self) -> str:
         """Promote the fix: a changed copy takes the original's place under its write lock — nothing else has
