@@ -36,3 +36,6 @@ class DerivedSettings(BaseModel):
     learned_retrieval: bool = Field(True, description="Hybrid retrieval also ranks chunks by their learned "
                                                       "questions and keywords (rankers questions, question_terms), "
                                                       "once `kb learn` has run.")
+    query_adapter: bool = Field(True, description="Dense retrieval maps the question's vector through the knowledge "
+                                                  "base's own query adapter, when `kb learn` fitted one that beat no "
+                                                  "adapter on held-out learned questions.")

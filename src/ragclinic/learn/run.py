@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragclinic.errors import KnowledgeBaseLocked
+from ragclinic.learn import adapter
 from ragclinic.learn import questions as ask
 from ragclinic.store import learned as store
 
@@ -43,6 +44,7 @@ class LearnResult:
     keywords: int = 0
     seconds: float = 0.0
     stopped: str = "done"  # done | budget | max_chunks | stopped
+    adapter: dict | None = None  # the query adapter's fit (learn/adapter.py), when this run changed the pairs
 
     def to_json(self) -> dict:
         return {**self.__dict__, "seconds": round(self.seconds, 2),
@@ -104,6 +106,8 @@ def learn(kb, model, *, on_progress: Callable[[int, int], None] | None = None, b
         res.stopped = "max_chunks"
     res.seconds = time.perf_counter() - t0
     res.remaining = store.count_missing(kb.db.conn)
+    if (res.learned or res.dropped) and kb.embedder is not None:
+        res.adapter = adapter.fit(kb).to_json()  # seconds; kept only when it beats no adapter (adapter.py)
     return res
 
 

@@ -1,10 +1,12 @@
-"""Dense retrieval: the KB's embedder on the query side, exact or HNSW search over chunk vectors."""
+"""Dense retrieval: the KB's embedder on the query side (through the KB's query adapter when `kb learn` kept one:
+learn/adapter.py), exact or HNSW search over chunk vectors."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
 from ragclinic.errors import ConfigError
+from ragclinic.learn.adapter import adapt
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, to_hits
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Hit
@@ -21,7 +23,7 @@ class DenseRetriever:
         self.kb = kb
 
     def rank(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
-        vector = self.kb.embedder.embed_queries([query])[0]
+        vector = adapt(self.kb, self.kb.embedder.embed_queries([query])[0])  # the KB's own adapter, if kept
         return self.kb.dense().search(vector, k, allowed)
 
     def retrieve(self, query: str, k: int, allowed: Collection[int] | None = None) -> list[Hit]:

@@ -1,0 +1,142 @@
+"""A query adapter for one knowledge base (issue 53 item 2): a linear map on e5 query vectors, fitted in seconds
+on the learned (question, its chunk) pairs, kept only when it beats no adapter on a held-out part of them.
+
+Like LlamaIndex's embedding adapters, but in numpy: the question vector ``q`` becomes ``normalise(q W)`` and is
+searched against the unchanged chunk vectors. W starts at the identity and is fitted by Adam on the InfoNCE
+loss over *every* chunk of the KB (the mined hard negatives are all there: a KB of thousands of chunks is one
+matrix product), with a pull back towards the identity (``l2``) so a few hundred pairs cannot bend the space far.
+The pairs are split by chunk (a hash of its id): a fifth of the chunks' questions are held out, and the adapter is
+kept only when their recall@5 of the own chunk rises by ``MIN_GAIN``. What was measured is in the KB's meta
+(``query_adapter``) and ``kb learn --json``; the matrix in ``KB/query_adapter.npy``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragclinic.store.learned import kept_vectors
+
+FILE = "query_adapter.npy"
+MIN_PAIRS = 40  # fewer kept questions: nothing to fit on
+MIN_GAIN = 0.02  # held-out recall@5 must rise by this much for the adapter to be kept
+_CACHE: dict[str, tuple[str, np.ndarray | None]] = {}
+
+
+@dataclass(frozen=True)
+class Fit:
+    pairs: int
+    held_out: int
+    recall_before: float
+    recall_after: float
+    kept: bool
+    why: str
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _held_out(chunk_rowid: int) -> bool:
+    return int(hashlib.sha1(str(chunk_rowid).encode()).hexdigest(), 16) % 5 == 0
+
+
+def _pairs(kb) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(question vectors, own chunk's column, chunk rowids, chunk matrix)."""
+    q_rows, q_vecs = kept_vectors(kb.db.conn)
+    ids, chunks = kb.db.embeddings(kb.embedder.dim)
+    col = {int(r): i for i, r in enumerate(ids)}
+    keep = np.array([int(r) in col for r in q_rows], dtype=bool)
+    return q_vecs[keep], np.array([col[int(r)] for r in q_rows[keep]], dtype=np.int64), ids, chunks
+
+
+def _recall(q: np.ndarray, own: np.ndarray, chunks: np.ndarray, w: np.ndarray | None, k: int = 5) -> float:
+    if not len(q):
+        return 0.0
+    x = q @ w if w is not None else q
+    x = x / np.linalg.norm(x, axis=1, keepdims=True)
+    s = x @ chunks.T
+    own_s = s[np.arange(len(q)), own]
+    return float(np.mean((s > own_s[:, None]).sum(axis=1) < k))
+
+
+def fit(kb, *, epochs: int = 60, lr: float = 2e-3, tau: float = 0.05, l2: float = 50.0, seed: int = 0) -> Fit:
+    """Fit, measure on the held-out chunks' questions, and keep (write the file, record the meta) or drop."""
+    q, own, ids, chunks = _pairs(kb)
+    if len(q) < MIN_PAIRS:
+        return _record(kb, Fit(len(q), 0, 0.0, 0.0, False, f"{len(q)} kept questions; at least {MIN_PAIRS} needed"), None)
+    held = np.array([_held_out(int(ids[c])) for c in own], dtype=bool)
+    tq, town = q[~held], own[~held]
+    rng = np.random.default_rng(seed)
+    dim = q.shape[1]
+    w, m, v = np.eye(dim, dtype=np.float64), np.zeros((dim, dim)), np.zeros((dim, dim))
+    p = chunks.astype(np.float64)
+    step = 0
+    for _ in range(epochs):
+        for batch in np.array_split(rng.permutation(len(tq)), max(1, len(tq) // 64)):
+            x = tq[batch].astype(np.float64)
+            logits = (x @ w) @ p.T / tau
+            logits -= logits.max(axis=1, keepdims=True)
+            prob = np.exp(logits)
+            prob /= prob.sum(axis=1, keepdims=True)
+            prob[np.arange(len(batch)), town[batch]] -= 1.0  # d loss / d logits
+            grad = x.T @ (prob @ p) / (tau * len(batch)) + l2 * (w - np.eye(dim)) / len(tq)
+            step += 1
+            m = 0.9 * m + 0.1 * grad
+            v = 0.999 * v + 0.001 * grad * grad
+            w -= lr * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    before = _recall(q[held], own[held], chunks, None)
+    after = _recall(q[held], own[held], chunks, w.astype(np.float32))
+    kept = after >= before + MIN_GAIN
+    why = (f"held-out recall@5 {before:.3f} → {after:.3f} on {int(held.sum())} questions: "
+           + ("kept" if kept else f"not kept (needs +{MIN_GAIN})"))
+    return _record(kb, Fit(len(q), int(held.sum()), round(before, 4), round(after, 4), kept, why),
+                   w.astype(np.float32) if kept else None)
+
+
+def _record(kb, result: Fit, w: np.ndarray | None) -> Fit:
+    path = Path(kb.folder) / FILE
+    if w is not None:
+        tmp = path.with_name(FILE + ".tmp.npy")
+        np.save(tmp, w)
+        os.replace(tmp, path)
+    elif path.exists():
+        path.unlink()
+    with kb.db.transaction():
+        kb.db.set_meta("query_adapter", json.dumps({**result.to_json(), "digest": _digest(w)}))
+    return result
+
+
+def _digest(w: np.ndarray | None) -> str:
+    return hashlib.sha256(w.tobytes()).hexdigest()[:16] if w is not None else ""
+
+
+def adapter(kb) -> np.ndarray | None:
+    """The kept adapter of ``kb`` (None: none kept, or ``query_adapter`` off), read again when the meta moves."""
+    if not kb.settings.query_adapter:
+        return None
+    meta = kb.db.meta("query_adapter") or ""
+    key = str(kb.folder)
+    if key in _CACHE and _CACHE[key][0] == meta:
+        return _CACHE[key][1]
+    info = json.loads(meta) if meta else {}
+    w = None
+    if info.get("kept") and (Path(kb.folder) / FILE).exists():
+        w = np.load(Path(kb.folder) / FILE)
+        if _digest(w) != info.get("digest"):
+            w = None  # a file from another fit (a kill between the file and the meta): unused until the next fit
+    _CACHE[key] = (meta, w)
+    return w
+
+
+def adapt(kb, vector: np.ndarray) -> np.ndarray:
+    """``vector`` through the KB's adapter, normalised; unchanged without one."""
+    w = adapter(kb)
+    if w is None:
+        return vector
+    x = np.asarray(vector, dtype=np.float32) @ w
+    return x / (np.linalg.norm(x) or 1.0)
