@@ -21,11 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from ragclinic.store.learned import kept_vectors
+from ragclinic.store.query_adapter import FILE, adapt, adapter, digest  # noqa: F401  (the reading side lives there)
 
-FILE = "query_adapter.npy"
 MIN_PAIRS = 40  # fewer kept questions: nothing to fit on
 MIN_GAIN = 0.02  # held-out recall@5 must rise by this much for the adapter to be kept
-_CACHE: dict[str, tuple[str, np.ndarray | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -107,36 +106,5 @@ def _record(kb, result: Fit, w: np.ndarray | None) -> Fit:
     elif path.exists():
         path.unlink()
     with kb.db.transaction():
-        kb.db.set_meta("query_adapter", json.dumps({**result.to_json(), "digest": _digest(w)}))
+        kb.db.set_meta("query_adapter", json.dumps({**result.to_json(), "digest": digest(w)}))
     return result
-
-
-def _digest(w: np.ndarray | None) -> str:
-    return hashlib.sha256(w.tobytes()).hexdigest()[:16] if w is not None else ""
-
-
-def adapter(kb) -> np.ndarray | None:
-    """The kept adapter of ``kb`` (None: none kept, or ``query_adapter`` off), read again when the meta moves."""
-    if not kb.settings.query_adapter:
-        return None
-    meta = kb.db.meta("query_adapter") or ""
-    key = str(kb.folder)
-    if key in _CACHE and _CACHE[key][0] == meta:
-        return _CACHE[key][1]
-    info = json.loads(meta) if meta else {}
-    w = None
-    if info.get("kept") and (Path(kb.folder) / FILE).exists():
-        w = np.load(Path(kb.folder) / FILE)
-        if _digest(w) != info.get("digest"):
-            w = None  # a file from another fit (a kill between the file and the meta): unused until the next fit
-    _CACHE[key] = (meta, w)
-    return w
-
-
-def adapt(kb, vector: np.ndarray) -> np.ndarray:
-    """``vector`` through the KB's adapter, normalised; unchanged without one."""
-    w = adapter(kb)
-    if w is None:
-        return vector
-    x = np.asarray(vector, dtype=np.float32) @ w
-    return x / (np.linalg.norm(x) or 1.0)

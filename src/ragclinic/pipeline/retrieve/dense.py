@@ -1,12 +1,12 @@
 """Dense retrieval: the KB's embedder on the query side (through the KB's query adapter when `kb learn` kept one:
-learn/adapter.py), exact or HNSW search over chunk vectors."""
+learn/adapter.py fits it, store/query_adapter.py reads it), exact or HNSW search over chunk vectors."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
 from ragclinic.errors import ConfigError
-from ragclinic.learn.adapter import adapt
+from ragclinic.store.query_adapter import adapt
 from ragclinic.pipeline.retrieve.base import RETRIEVERS, to_hits
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.types import Hit
