@@ -23,6 +23,7 @@ from ragclinic.errors import ConfigError, ModelError
 from ragclinic.graph import sync as graph_sync
 from ragclinic.ingest.result import IngestAborted, IngestResult
 from ragclinic.ingest.runner import ingest
+from ragclinic.learn import gate_fit
 from ragclinic.learn import run as learn_run
 from ragclinic.learn.run import LearnResult
 from ragclinic.models.embedder import Embedder
@@ -32,7 +33,8 @@ from ragclinic.models.llm import LanguageModel
 from ragclinic.pipeline.generate import Generator, create_generator
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.store.kb import KnowledgeBase
-from ragclinic.verify import Verifier, create_judge, create_verifier
+from ragclinic.pipeline.retrieve import create_retriever
+from ragclinic.verify import Verifier, cheap, create_judge, create_verifier
 
 Warn = Callable[[str], None]
 LOAD: Any = object()  # Parts(model=LOAD): load the model the ``llm`` setting names on first use
@@ -83,8 +85,9 @@ def generator(settings: Settings, lm: LanguageModel | None) -> Generator:
 
 def pipeline(kb: KnowledgeBase, lm: LanguageModel | None = None, flags: Iterable[str] = (),
              settings: Settings | None = None) -> Pipeline:
-    """The query pipeline over ``kb`` and ``lm`` (``settings``: other than the knowledge base's, e.g. a trace's)."""
-    return Pipeline(kb, lm=lm, lm_flags=flags, settings=settings)
+    """The query pipeline over ``kb`` and ``lm`` (``settings``: other than the knowledge base's, e.g. a trace's;
+    else the knowledge base's, with the gate threshold it learned when it kept one: learn/gate_fit.py)."""
+    return Pipeline(kb, lm=lm, lm_flags=flags, settings=settings or gate_fit.calibrated(kb, kb.settings))
 
 
 # ---------------------------------------------------------------------------------------------- the set
@@ -192,8 +195,11 @@ class Parts:
                               "'.[local]') and use --llm local, or --llm server with an OpenAI-compatible server")
         kb = self.kb
         with learn_run.one_run(kb.folder):
-            return learn_run.learn(kb, self.lm, on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
-                                   should_stop=should_stop)
+            res = learn_run.learn(kb, self.lm, on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
+                                  should_stop=should_stop)
+            if (res.learned or res.dropped) and cheap(self.judge):  # the gate on the KB's own questions (~1 min)
+                res.gate = gate_fit.fit(kb, self.judge, create_retriever(kb), self.settings).to_json()
+        return res
 
     def changed(self) -> None:
         """The knowledge base was written (an ingest, a graph sync): the next question gets a new pipeline."""

@@ -39,3 +39,6 @@ class DerivedSettings(BaseModel):
     query_adapter: bool = Field(True, description="Dense retrieval maps the question's vector through the knowledge "
                                                   "base's own query adapter, when `kb learn` fitted one that beat no "
                                                   "adapter on held-out learned questions.")
+    learned_gate: bool = Field(True, description="The gate uses the evidence threshold `kb learn` fitted on the "
+                                                 "knowledge base's own questions, when it beat the shipped one on a "
+                                                 "held-out half and gate_threshold_judge is not set.")

@@ -45,6 +45,7 @@ class LearnResult:
     seconds: float = 0.0
     stopped: str = "done"  # done | budget | max_chunks | stopped
     adapter: dict | None = None  # the query adapter's fit (learn/adapter.py), when this run changed the pairs
+    gate: dict | None = None  # the gate's threshold fitted on the KB's own questions (learn/gate_fit.py)
 
     def to_json(self) -> dict:
         return {**self.__dict__, "seconds": round(self.seconds, 2),
