@@ -75,3 +75,13 @@ def test_a_whole_document_is_searched_quickly():
     assert locate("September 23 2013", doc) is None
     assert locate("September 23 2013", doc + "Launched September 23, 2013.") is not None
     assert time.perf_counter() - t0 < 3.0
+
+
+def test_a_small_number_counts_in_either_spelling_but_never_inside_another_word_or_number():
+    # issue 52: "2 [1]." to "...has won how many Golden Globe Awards?" was scored wrong against "two"
+    from ragclinic.text.answers import answer_correct
+
+    assert answer_correct("2 [1].", [["two"]]) and answer_correct("Two awards.", [["2"]])
+    assert not answer_correct("She won twelve.", [["two"]]) and not answer_correct("22 awards", [["two"]])
+    assert not answer_correct("the network setup", [["2"]])  # "two" only as a word
+    assert not answer_correct("I can't answer this [1].", [["one"]])  # 0 and 1 as written: [1] is a citation

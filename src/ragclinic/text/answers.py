@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ragclinic.text.support import NUMBER_WORDS
+
 _PUNCT = re.compile(r"[\s\W_]+", re.UNICODE)
 _ASCII_PUNCT = bytes(c for c in range(128) if not chr(c).isalnum())  # _PUNCT's ASCII characters
 # Each pattern starts with a character, not a look-behind, so that re skips quickly to where it may match (a long
@@ -52,7 +54,26 @@ def answer_correct(response: str, answers: Sequence[Sequence[str]]) -> bool:
     "170 seats" (the counterfactual passages of RGB change 70 into 170)."""
     resp, light = normalise(response), _light(response)
     raw = unicodedata.normalize("NFKC", response).lower()
-    return bool(answers) and all(any(_found(a, resp, light, raw) for a in alts) for alts in answers)
+    return bool(answers) and all(any(_found(a, resp, light, raw) for a in alts) or _spelled(alts, light, raw)
+                                 for alts in answers)
+
+
+_BY_VALUE = {v: w for w, v in NUMBER_WORDS.items()}
+
+
+def _spelled(alts: Sequence[str], light: str, raw: str) -> bool:
+    """A small number (2 to 99) expected in one spelling, found in the other: a short answer's "2" to "how many
+    Golden Globes" is the expected "two", and "two" the expected "2". The digit as a number of its own, the word
+    as a whole word ("network" does not hold "two"); 0 and 1 stay as written ("[1]" is a citation mark)."""
+    for a in alts:
+        t = a.strip().lower()
+        if (v := NUMBER_WORDS.get(t)) is not None and v >= 2:
+            if re.search(rf"(?<![\d.]){v}(?!\.?\d)", light):
+                return True
+        elif t.isdigit() and 2 <= int(t) < 100 and int(t) in _BY_VALUE:
+            if re.search(rf"(?<![a-z]){_BY_VALUE[int(t)]}(?![a-z])", raw):
+                return True
+    return False
 
 
 def _light(text: str) -> str:

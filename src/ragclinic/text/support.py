@@ -70,6 +70,7 @@ _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth e
              "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth").split()
 _WORD_VALUE = ({w: i for i, w in enumerate(_ONES)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
                | {w: i + 1 for i, w in enumerate(_ORDINALS)})
+NUMBER_WORDS = {w: v for w, v in _WORD_VALUE.items() if w in _ONES or w in _TENS}  # "two" → 2 (not ordinals)
 _SPELLED = re.compile(r"\b(" + "|".join(_TENS) + r")[- ](" + "|".join(_ONES[1:10]) + r")\b|\b("
                       + "|".join(sorted(_WORD_VALUE, key=len, reverse=True)) + r")\b", re.I)
 # a Chinese numeral counting something ("两个", "三种", "十二届"): bare 一 is too common ("统一", "一般") to be a number
