@@ -67,3 +67,14 @@ def test_too_few_pairs_fit_nothing(tmp_path):
     kb = build_kb(tmp_path, {"a.md": "# A\n\nOne small document.\n"})
     assert not adapter.fit(kb).kept
     kb.close()
+
+
+def test_a_fit_that_only_memorises_its_training_questions_is_stopped_at_the_identity(tmp_path):
+    """Questions unrelated to their chunks: no epoch beats the identity on the stopping fifth, so the held-out fifth
+    is measured with no adapter at all (an unchecked fit bent the space for them and lost recall)."""
+    kb = _kb(tmp_path)
+    rng = np.random.default_rng(7)
+    _learn(kb, lambda v: rng.normal(size=v.shape).astype(np.float32))
+    res = adapter.fit(kb)
+    assert not res.kept and res.recall_after == res.recall_before, res
+    kb.close()
