@@ -67,7 +67,7 @@ def test_the_reply_is_read_strictly_and_a_cut_off_reply_keeps_its_whole_question
 
 
 def test_learn_keeps_questions_whose_chunk_ranks_high_and_retrieval_uses_them(tmp_path):
-    with _clinic(tmp_path, learn_keep_rank=1) as c:
+    with _clinic(tmp_path, learn_keep_rank=1, learned_retrieval=True) as c:
         res = c.learn()
         assert res.learned == 3 and res.remaining == 0 and res.stopped == "done"
         assert res.questions == 5 and res.keywords == 4
@@ -94,7 +94,7 @@ def test_without_learning_or_with_learned_retrieval_off_no_learned_ranker_runs(t
     with _clinic(tmp_path) as c:
         hits, _ = c.search(_q("which government paper stands in for a no-risk return"))
         assert all(s.retriever in ("lexical", "dense") for h in hits for s in h.sources)
-    with Clinic.open(tmp_path / "kb", model=ScriptedLanguageModel([_reply]), learned_retrieval=False) as c:
+    with Clinic.open(tmp_path / "kb", model=ScriptedLanguageModel([_reply])) as c:  # off by default
         c.learn()
         hits, _ = c.search(_q("which government paper stands in for a no-risk return"))
         assert all(s.retriever in ("lexical", "dense") for h in hits for s in h.sources)

@@ -43,7 +43,7 @@ def _wait(client, seconds: float = 60) -> dict:
 
 
 def test_an_admin_starts_learning_and_retrieval_uses_it(tmp_path):
-    with TestClient(_app(tmp_path)) as client:
+    with TestClient(_app(tmp_path, learned_retrieval=True)) as client:
         assert client.get("/v1/kb/learn", headers=auth(ADMIN)).json()["state"] == "idle"
         r = client.post("/v1/kb/learn", headers=auth(ACME))
         assert r.status_code == 403 and "without a tenant" in r.json()["error"]["message"]

@@ -33,9 +33,11 @@ class DerivedSettings(BaseModel):
                                                                "within this many hits for it (doc2query--).")
     learn_after_ingest: bool = Field(False, description="Run `kb learn` in the background after each ingest (the "
                                                         "knowledge base answers meanwhile).")
-    learned_retrieval: bool = Field(True, description="Hybrid retrieval also ranks chunks by their learned "
-                                                      "questions and keywords (rankers questions, question_terms), "
-                                                      "once `kb learn` has run.")
+    learned_retrieval: bool = Field(False, description="Hybrid retrieval also ranks chunks by their learned "
+                                                       "questions and keywords (rankers questions, question_terms), "
+                                                       "once `kb learn` has run. Off by default: on a real manual's "
+                                                       "held-out questions it lowered recall@5 (bench/RESULTS.md, "
+                                                       "issue 53).")
     query_adapter: bool = Field(True, description="Dense retrieval maps the question's vector through the knowledge "
                                                   "base's own query adapter, when `kb learn` fitted one that beat no "
                                                   "adapter on held-out learned questions.")
