@@ -29,7 +29,8 @@ def learn(kb: Optional[Path] = KbOption,
           stats_only: bool = typer.Option(False, "--stats", help="Only say how far learning has got; learn nothing."),
           json_out: bool = JsonOption) -> None:
     """For each chunk not learned yet, the model writes the questions a user would ask that the chunk answers, and
-    keywords; a question is kept when its chunk ranks high for it. Retrieval uses them at once. Safe to stop (kill
+    keywords; a question is kept when its chunk ranks high for it. They fit the gate's threshold and the query
+    adapter, and retrieval ranks by them with learned_retrieval on (off by default). Safe to stop (kill
     it): a re-run goes on with the chunks not done, nothing is written twice. With --json, progress goes to stderr
     as JSON lines ({"done": N, "total": M}) and the result to stdout."""
     from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)

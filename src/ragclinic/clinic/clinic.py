@@ -152,8 +152,9 @@ class Clinic:
     def learn(self, *, on_progress=None, budget_s: float | None = None, max_chunks: int | None = None,
               should_stop=None):
         """Let the knowledge base learn its own documents (docs/learn.md): the model writes questions and keywords
-        for each chunk not learned yet, kept when their chunk ranks high for them; retrieval uses them at once.
-        Resumable, incremental, bounded by ``budget_s`` / ``max_chunks``. → ``LearnResult``."""
+        for each chunk not learned yet, kept when their chunk ranks high for them; the gate's threshold is fitted
+        on them (retrieval ranks by them with ``learned_retrieval``). Resumable, incremental, bounded by
+        ``budget_s`` / ``max_chunks``. → ``LearnResult``."""
         done = self.parts.learn(on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
                                 should_stop=should_stop)
         self.parts.changed()

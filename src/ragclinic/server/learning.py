@@ -76,7 +76,8 @@ def _admin(request: Request, who) -> None:
 @router.post("/kb/learn", tags=["documents"], status_code=202)
 def learn(request: Request, who=Caller) -> dict:
     """Start `kb learn` in the background (admin keys): the model writes each new chunk's questions and keywords;
-    retrieval uses them as they come. → where it stands (`started_now`: false when a run was already going)."""
+    the gate is fitted on them (retrieval ranks by them with learned_retrieval on). → where it stands
+    (`started_now`: false when a run was already going)."""
     _admin(request, who)
     return state(request).learner.start()
 
