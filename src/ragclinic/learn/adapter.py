@@ -45,10 +45,6 @@ def _bucket(chunk_rowid: int) -> int:
     return int(hashlib.sha1(str(chunk_rowid).encode()).hexdigest(), 16) % 5
 
 
-def _held_out(chunk_rowid: int) -> bool:
-    return _bucket(chunk_rowid) == 0
-
-
 def _pairs(kb) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(question vectors, own chunk's column, chunk rowids, chunk matrix)."""
     q_rows, q_vecs = kept_vectors(kb.db.conn)
@@ -110,8 +106,9 @@ def fit(kb, *, epochs: int = 60, lr: float = 5e-4, tau: float = 0.05, l2: float 
     before = _recall(q[held], own[held], chunks, None)
     after = _recall(q[held], own[held], chunks, best_w) if best_w is not None else before
     kept = best_w is not None and after >= before + MIN_GAIN
-    why = (f"held-out recall@5 {before:.3f} → {after:.3f} on {int(held.sum())} questions: "
-           + ("kept" if kept else f"not kept (needs +{MIN_GAIN})"))
+    verdict = ("kept" if kept else f"not kept (needs +{MIN_GAIN})" if best_w is not None
+               else "not kept (no epoch beat no adapter on the stopping questions)")
+    why = f"held-out recall@5 {before:.3f} → {after:.3f} on {int(held.sum())} questions: {verdict}"
     return _record(kb, Fit(len(q), int(held.sum()), round(before, 4), round(after, 4), kept, why),
                    best_w if kept else None)
 
