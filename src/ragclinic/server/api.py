@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from ragclinic.clinic import Question
@@ -29,7 +28,7 @@ from ragclinic.server.admission import holder_of
 from ragclinic.server.auth import Principal
 from ragclinic.server.deps import Caller, state
 from ragclinic.server.errors import ApiError, no_trace
-from ragclinic.server.sse import Job, span_event, sse_body
+from ragclinic.server.sse import Job, JobResponse, span_event, sse_body
 from ragclinic.server.ui_parts import local_paths, own_trace, seen_by
 from ragclinic.trace.store import add_feedback, list_traces
 
@@ -111,8 +110,7 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
     holder = holder_of(request, who)
     if "text/event-stream" in request.headers.get("accept", ""):
         job = Job(asyncio.get_running_loop()).start(rc.asks, holder, _ask_work(rc, body, who))
-        return StreamingResponse(sse_body(job, request.is_disconnected), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return JobResponse(job, sse_body(job, request.is_disconnected))
     rc.asks.admit(holder)
     seen = await rc.asks.answer(holder, lambda: consult(rc, body, who, None, None))
     return seen.payload

@@ -17,7 +17,6 @@ import time
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from ragclinic.limits import check_question, over
@@ -26,7 +25,7 @@ from ragclinic.server.deps import Caller, state
 from ragclinic.server.auth import Principal
 from ragclinic.server.errors import ApiError
 from ragclinic.server.admission import holder_of
-from ragclinic.server.sse import Job
+from ragclinic.server.sse import Job, JobResponse
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(bounded)])
 MODEL = "ragclinic"  # the one model served: the knowledge base's answers, whatever name a request gives
@@ -105,8 +104,7 @@ async def chat_completions(body: ChatBody, request: Request, who: Principal = Ca
             j.emit("final", consult(rc, ask, who, lambda piece: j.emit("delta", piece), None))
 
         job = Job(asyncio.get_running_loop()).start(rc.asks, holder, work)  # 429 here, before the stream
-        return StreamingResponse(_chunks(job, request, body.model, created), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
+        return JobResponse(job, _chunks(job, request, body.model, created))
     rc.asks.admit(holder)
     seen = await rc.asks.answer(holder, lambda: consult(rc, ask, who, None, None))
     p = seen.payload

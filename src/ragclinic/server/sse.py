@@ -16,6 +16,8 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from starlette.responses import StreamingResponse
+
 from ragclinic.server.admission import Asks
 from ragclinic.server.pool import ClientGone
 
@@ -75,6 +77,24 @@ class Job:
                 yield item
         finally:
             self.cancelled.set()
+
+
+class JobResponse(StreamingResponse):
+    """A job's event stream as the response: whenever the response ends — sent in full, its client gone, the
+    request cancelled — the job is cancelled. ``Job.stream``'s own ``finally`` is not enough: a response cancelled
+    while its body generator waits at a ``yield`` (its last chunk not yet taken by a client that left) never closes
+    the generator, and the work then ran to its end and saved its trace (a CI flake of test_abandoned.py)."""
+
+    def __init__(self, job: Job, body: AsyncIterator[str], headers: dict[str, str] | None = None) -> None:
+        super().__init__(body, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+        self.job = job
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.job.cancelled.set()
 
 
 def failed(e: BaseException) -> dict:

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request, UploadFile
-from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 
@@ -34,7 +34,7 @@ from ragclinic.server.deps import TooManyAttempts, check_key, state
 from ragclinic.server.errors import ApiError, no_trace
 from ragclinic.server.guard import cross_site
 from ragclinic.server.admission import holder_of
-from ragclinic.server.sse import Job, sse_body
+from ragclinic.server.sse import Job, JobResponse, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
 from ragclinic.trace.store import add_feedback, list_traces
 from ragclinic.types import Answer
@@ -208,8 +208,7 @@ async def ask_stream(request: Request):
             _repair_later(rc, j, q, seen, caller, params)
 
     job = Job(asyncio.get_running_loop()).start(rc.asks, holder_of(request, caller), work)  # 429 before the stream
-    return StreamingResponse(sse_body(job, request.is_disconnected, done=True), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache"})
+    return JobResponse(job, sse_body(job, request.is_disconnected, done=True))
 
 
 def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str]) -> None:
