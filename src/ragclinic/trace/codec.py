@@ -275,6 +275,7 @@ def decision_to_dict(d: GateDecision) -> dict:
     """A gate decision's JSON; ``reread`` only when a second reading decided it (older traces write back as they
     were read)."""
     out = asdict(d)
-    if not out.get("reread"):
-        out.pop("reread", None)
+    for key in ("reread", "reread_reply"):
+        if not out.get(key):
+            out.pop(key, None)
     return out

@@ -260,6 +260,9 @@ class GateDecision:
     path: str = "direct"  # issue 17: "direct", or "tools" (a plan over sql / calculator / search)
     path_why: str = ""
     reread: int = 0  # issue 52: the passage a second reading found the answer in, when that reading let it answer
+    # the second reading's reply when it is that passage's own words (found whole, not cut off): the answer as
+    # the model already gave it (generate/draft.py uses it instead of asking the model again)
+    reread_reply: str = ""
 
 
 @dataclass(frozen=True)

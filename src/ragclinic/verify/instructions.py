@@ -50,8 +50,15 @@ class InstructionDetector(Protocol):
     def flags(self, sentences: Sequence[str]) -> list[bool]: ...
 
 
+# 系统 is a cue as "the system (prompt)"; in these compounds it names a computer, an OS, a file system or a person,
+# and a sentence cued by nothing else addresses no model: "他是一位老系统管理员。" scored 0.88 and "这句话出自一位老
+# 系统管理员的回忆录。" 0.98, and was cut out of the passage that answered the question (issue 52's loss cases)
+_CONTENT_COMPOUNDS = re.compile(r"(?:计算机|操作|文件|子|嵌入式|分布式|数据库|网络|初始化|日志|启动)系统|"
+                                r"系统(?:管理员?|调用|服务|日志|启动|时间|文件|分区|盘|内核|升级|更新)")
+
+
 def cued(sentence: str) -> bool:
-    return CUES.search(sentence) is not None
+    return CUES.search(_CONTENT_COMPOUNDS.sub(" ", sentence)) is not None
 
 
 class LearnedInstructionDetector:

@@ -27,6 +27,14 @@ from ragclinic.types import Chunk, DocInfo, Hit, Passage
     ("如何重建索引？", "how-to"),
     ("为什么检索质量决定答案质量？", "causal"),
     ("词法检索和向量检索有什么区别？", "comparison"),
+    # issue 52: 怎么 before any verb asks for a way; 比较 before an adjective compares nothing; 多长 asks a figure
+    ("怎么确认我这台机器上 1 号进程到底跑的是哪个程序？", "how-to"),
+    ("只想让 wheel 组的人能切换成超级用户，该怎么配置？", "how-to"),
+    ("怎么办？", "how-to"),
+    ("他怎么会迟到？", "causal"),
+    ("建账号时口令一般取多长比较合适？", "factual"),
+    ("会议室最多能订多久？", "factual"),
+    ("比较一下两种检索方式", "comparison"),
 ])
 def test_rules_classify_clear_questions(question, qtype):
     assert classify_rules(question) == (qtype, True)

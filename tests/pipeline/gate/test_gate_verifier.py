@@ -99,6 +99,7 @@ def test_a_decline_stays_a_refusal_when_the_verifier_is_not_sure(tmp_path):
     from ragclinic.models.fake_llm import ScriptedLanguageModel
 
     kb = build_kb(tmp_path, DOCS, judge="learned", decline_retry_evidence=1.01)
-    lm = ScriptedLanguageModel(["The documents do not say.", "Gurnah [1]."])
+    # the second reading (the peer's wording) finds nothing either: the decline stands, not asked a third time
+    lm = ScriptedLanguageModel(["The documents do not say.", "insufficient information", "Gurnah [1]."])
     state, _ = Pipeline(kb, lm=lm).ask("Who won the 2021 Nobel Prize in Literature?")
-    assert state.answer.route == "refuse" and len([c for c in lm.calls if c[0] == "chat"]) == 1
+    assert state.answer.route == "refuse" and len([c for c in lm.calls if c[0] == "chat"]) == 2

@@ -12,26 +12,33 @@ QUESTION_TYPES = ("factual", "how-to", "comparison", "causal", "opinion", "other
 _RULES: dict[str, list[str]] = {
     "comparison": [r"\bcompar", r"\bdifferen(ce|t)\b", r"\b(vs\.?|versus)\b", r"\bwhich is (better|worse|faster|"
                    r"cheaper|larger|smaller|more|less)\b", r"\bbetter than\b", r"比较", r"区别", r"不同", r"差异",
-                   r"哪个更", r"相比", r"对比"],
+                   r"哪个更", r"相比", r"对比"],  # 比较 before an adjective is "fairly": see _ADVERB
     "causal": [r"^\s*why\b", r"\bwhat (causes|caused|leads to|led to)\b", r"\breason(s)? (for|why)\b",
                r"\bhow come\b", r"\bdue to what\b", r"\bhow (did|does|do|could|can|would|has|have)\b.*\b(lead|led|"
                r"contribute|result|cause)", r"\b(impact|effects?|consequences?|results?) (of|on)\b",
                r"\bwhat (did|does|will|would) .* (lead to|cause|result in)\b", r"\bif .* had not\b",
                r"为什么", r"为何", r"原因", r"导致", r"怎么会", r"影响", r"造成", r"后果", r"引起", r"如果.*没有"],
     "how-to": [r"^\s*how (do|can|should|would|to)\b", r"\bhow to\b", r"\bsteps? (to|for)\b", r"\bprocedure\b",
-               r"\binstructions?\b", r"如何", r"怎么(做|办|用|设置|申请|操作)", r"怎样", r"步骤", r"方法"],
+               r"\binstructions?\b", r"如何", r"怎样", r"步骤", r"方法",
+               # 怎么 before a verb asks for a way ("怎么查看/确认/配置"); not 怎么会 (causal), 怎么样 (opinion),
+               # 怎么回事, 怎么了, 怎么这么 (a complaint)
+               r"(?<!为)怎么(?!会|样|回事|了|这么|那么|可能)"],
     "opinion": [r"\b(do|would) you (think|recommend|prefer)\b", r"\byour (opinion|view)\b", r"\bshould i\b",
                 r"\bis it (good|bad|worth)\b", r"你(认为|觉得|建议)", r"值得吗", r"好不好"],
     "factual": [r"^\s*(what|who|whom|whose|when|where|which|how (many|much|long|old|far|often))\b",
                 r"^\s*(is|are|was|were|does|do|did|can|has|have)\b", r"\?$",
-                r"什么", r"谁", r"何时", r"哪里", r"哪(一|个|些|年|天)", r"多少", r"几", r"是否", r"吗[？?]?$"],
+                r"什么", r"谁", r"何时", r"哪里", r"哪(一|个|些|年|天)", r"多少", r"多(长|久|大|高|远|重|宽|深)", r"几",
+                r"是否", r"吗[？?]?$"],
 }
 _COMPILED = {t: [re.compile(p, re.I) for p in ps] for t, ps in _RULES.items()}
+# 比较 as an adverb ("比较合适", "fairly suitable") compares nothing
+_ADVERB = re.compile(r"比较(?=合适|好|多|少|大|小|高|低|快|慢|长|短|容易|难|常见|常用|重要|简单|复杂|安全|方便|适合|稳妥|推荐)")
 
 
 def classify_rules(question: str) -> tuple[str, bool]:
     """(type, sure). Sure when exactly one specific type matches (factual yields to any specific type)."""
-    hits = [t for t, ps in _COMPILED.items() if any(p.search(question) for p in ps)]
+    asked = _ADVERB.sub("", question)
+    hits = [t for t, ps in _COMPILED.items() if any(p.search(asked) for p in ps)]
     specific = [t for t in hits if t != "factual"]
     if len(specific) == 1:
         return specific[0], True

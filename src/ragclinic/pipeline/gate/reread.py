@@ -12,6 +12,7 @@ badge passages) the model says the phrase, and the refusal stands.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from dataclasses import replace
 from ragclinic.models.llm import LanguageModel, Message
 from ragclinic.text.answers import locate
 from ragclinic.text.lang import detect_language
-from ragclinic.text.support import coverage
+from ragclinic.text.support import content_terms, coverage
 from ragclinic.types import GateDecision, Passage
 
 MAX_TOKENS = 48
@@ -51,6 +52,7 @@ def refused(text: str) -> bool:
 class Reread:
     reply: str
     passage: int  # the number of the passage that holds the reply; 0: none does (the refusal stands)
+    words: str = ""  # the reply when it is found whole in that passage and was not cut off: usable as the answer
 
     @property
     def answers(self) -> bool:
@@ -63,11 +65,19 @@ def second_reading(question: str, decision: GateDecision, passages: Sequence[Pas
     model's second reading finds the answer in a passage — an answer whose ``reread`` names that passage."""
     if lm is None or decision.route != "refuse" or not decision.reason.startswith(weak) or not passages:
         return decision
+    return read_again(question, decision, passages, lm)
+
+
+def read_again(question: str, decision: GateDecision, passages: Sequence[Passage], lm: LanguageModel) -> GateDecision:
+    """``decision`` after the model's second reading: answering from the passage that holds its reply (``reread``,
+    and ``reread_reply`` when the reply is that passage's own words), or as it was, its reason saying the model
+    found no answer. Also asked when the generator declines over passages the gate answered from
+    (generate/retry.py)."""
     second = reread(question, passages, lm)
     if not second.answers:
         return replace(decision, reason=f"{decision.reason}; read again, the model found no answer "
                                         f"({second.reply[:60]!r})")
-    return replace(decision, route="answer", reread=second.passage,
+    return replace(decision, route="answer", reread=second.passage, reread_reply=second.words,
                    reason=f"{decision.reason}, but read again the passages answer it: {second.reply[:80]!r} is "
                           f"in [{second.passage}]")
 
@@ -79,14 +89,43 @@ def reread(question: str, passages: Sequence[Passage], lm: LanguageModel) -> Rer
     reply = done.text.strip()
     if refused(reply):
         return Reread(reply, 0)
-    return Reread(reply, holder(reply, passages))
+    cut = done.finish_reason == "length"
+    n, whole = holder(reply, passages, cut)
+    return Reread(reply, n, bare(reply) if whole and not cut else "")
 
 
-def holder(reply: str, passages: Sequence[Passage]) -> int:
-    """The number of the first passage that states ``reply`` — found whole, or nearly all of its content words."""
-    bare = reply.strip().rstrip(".。!！").strip()
+# "在文档1中，", "根据文档2，", "According to Document 1,": the peer's wording names its documents
+_LEAD = re.compile(r"^\s*(?:(?:在|根据|据|从)?\s*文档\s*\d*\s*(?:中|里|所述|的内容)?\s*[，,：:]|"
+                   r"(?:according to|in|from) (?:the )?documents?\s*\d*\s*,)\s*", re.I)
+
+
+def bare(reply: str) -> str:
+    return _LEAD.sub("", reply.strip()).rstrip(".。!！").strip()
+
+
+def holder(reply: str, passages: Sequence[Passage], cut: bool = False) -> tuple[int, bool]:
+    """The number of the first passage that states ``reply`` — found whole (True), or nearly all of its content
+    words, or (a Chinese reply) every command, path and name it writes in Latin letters (False) — and 0 when none
+    does. ``cut``: the reply hit the token limit, so its last word may be a fragment and is not looked for."""
+    words = bare(reply)
     for p in passages:
-        if bare and locate(bare, p.chunk.text) is not None:
-            return p.n
-    share, n = max(((coverage(bare, p.chunk.text), p.n) for p in passages), key=lambda t: t[0], default=(0.0, 0))
-    return n if share >= GROUNDED else 0
+        if words and locate(words, p.chunk.text) is not None:
+            return p.n, True
+    share, n = max(((coverage(words, p.chunk.text), p.n) for p in passages), key=lambda t: t[0], default=(0.0, 0))
+    if share >= GROUNDED:
+        return n, False
+    latin = _latin_terms(words, cut)
+    if len(latin) >= 2:  # "在 `/etc/sudoers` 文件中添加 %admin ALL=…": the how-to's substance is its commands
+        for p in passages:
+            if latin <= content_terms(p.chunk.text):
+                return p.n, False
+    return 0, False
+
+
+def _latin_terms(words: str, cut: bool) -> frozenset[str]:
+    """The Latin-letter terms of a Chinese reply (none for another language); without the last one when cut."""
+    if detect_language(words) != "zh":
+        return frozenset()
+    if cut:
+        words = re.sub(r"[A-Za-z0-9_./=%-]+\W*$", "", words)
+    return frozenset(t for t in content_terms(words) if t.isascii())

@@ -9,12 +9,14 @@ from ragclinic.pipeline.generate.base import Draft, GenerateInput
 from ragclinic.pipeline.generate.citations import check_claims, check_items, declines
 from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Item
-from ragclinic.pipeline.generate.structured import Reply
+from ragclinic.pipeline.generate.structured import Reply, schema_kind
 from ragclinic.pipeline.generate.structured import render as render_reply
 from ragclinic.pipeline.reason.graph import point_excerpt
 from ragclinic.types import AskState
 from ragclinic.text.lang import language_of
 from ragclinic.models.judge import relevance_threshold
+
+READING = ":second-reading"  # a draft that is the gate's second reading, its words kept (reading())
 
 
 def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft]) -> tuple[str, str]:
@@ -25,6 +27,10 @@ def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft
         draft = Draft(state.draft, "doctor")
         if ctx.on_token:
             ctx.on_token(state.draft)
+    elif (said := reading(ctx, state, passages, drafts)) is not None:  # the model said it already: not asked again
+        draft = said
+        if ctx.on_token:
+            ctx.on_token(draft.text)
     else:
         shown = selection(ctx, state, passages)
         draft = ctx.generator.generate(GenerateInput(q, tuple(passages), d, state.conflicts, r.sub_questions,
@@ -37,6 +43,25 @@ def drafted(ctx, state: AskState, passages, flags: list[str], drafts: list[Draft
     if draft.finish_reason == "length":
         flags.append("truncated: the answer hit llm_max_tokens")
     return draft.text, draft.generator
+
+
+def reading(ctx, state: AskState, passages, drafts: list[Draft]) -> Draft | None:
+    """The second reading's reply as the answer (gate/reread.py), cited to the passage it was found whole in, when
+    that passage is among ``passages``, it is not yet a draft, and the answer is one short fact (the ``short``
+    schema). The structured answer asked for after such a reading took part of what the model had said ("8" for
+    "6 到 8 个字符", issue 52) and cost one more call. A how-to or causal answer is asked for in its own form: the
+    reading's short reply to "怎么查看系统版本？" was a version number, not the command."""
+    d = state.decision
+    if d is None or not d.reread_reply or d.reread not in {p.n for p in passages}:
+        return None
+    if schema_kind(d.question_type, d.path, len(state.request.sub_questions), len(state.conflicts)) != "short":
+        return None
+    if any(x.generator.endswith(READING) for x in drafts):
+        return None
+    item = Item(d.reread_reply, (d.reread,))
+    zh = language_of(state.request.question) == "zh"
+    return Draft(render_reply(Reply("answered", (item,), "json"), zh),
+                 f"{getattr(ctx.lm, 'model_id', 'llm')}{READING}", items=(item,), reply_form="json")
 
 
 def claims_of(ctx, state: AskState, drafts: list[Draft], text: str, passages, flags: list[str]) -> tuple[list, str]:

@@ -1,12 +1,13 @@
 """When the first answer cannot stand: none of its claims is in the passages (answered again from the passages the
-verifier found sufficient, else refused), the model declined over a passage the verifier is sure of (asked once
-more), or it breaks a year or ordinal the question asks about (answered again from passages that have it, else
+verifier found sufficient, else refused), the model declined over a passage the verifier is sure of or that the
+model's second reading finds the answer in (asked once more), or it breaks a year or ordinal the question asks about (answered again from passages that have it, else
 refused with the reason), or it holds nothing of the kind asked for (answered again, asked for that kind)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
+from ragclinic.pipeline.gate.reread import read_again
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.generate import answer_kind
 from ragclinic.pipeline.generate.base import Draft
@@ -46,12 +47,15 @@ def retry_unsupported(ctx, state: AskState, text: str, generator: str, claims, d
 def retry_declined(ctx, state: AskState, text: str, generator: str, drafts: list[Draft], flags: list[str]):
     """The model said the documents do not say. When the verifier is sure a passage answers, ask once more from
     the verified passages, most sufficient first (the 1.5B model declines multi-hop questions that the same
-    passages answer); else it is the refusal it says. (text, generator, route, claims, the declined draft)."""
+    passages answer) or the model's second reading finds the answer in one; else it is the refusal it says.
+    (text, generator, route, claims, the declined draft)."""
     retry = _declined_retry(ctx, state)
+    if not retry and (read := _read_again(ctx, state)) is not None:
+        state, retry = read
     again = answer_again(ctx, state, retry, drafts, 2, "the documents do say") if retry else None
     if again:
         declined, (text, generator, claims, extra) = text, again
-        why = ("the gate's second reading found the answer in" if state.decision and state.decision.reread else
+        why = ("a second reading found the answer in" if state.decision and state.decision.reread else
                "the verifier gave")
         flags += extra + [f"answer_regenerated: the model said the documents do not say, {why} "
                           f"[{retry[0].n}] P={retry[0].support:.2f}; answered again from "
@@ -99,6 +103,22 @@ def type_retry(ctx, state: AskState, kind: str, passages, text: str, generator: 
         return text, generator, claims
     flags.append(f"type_mismatch: {why}" + ("; answering again gave none either" if state.draft is None else ""))
     return text, generator, claims
+
+
+def _read_again(ctx, state: AskState):
+    """The gate answered, the structured answer declined, and the verifier is not sure enough to ask again: read
+    the passages once more with the peer's wording, as before a refusal on weak evidence (gate/reread.py). The
+    simple peer answered "how long does a wifi password have to be?" ("8 and 63 characters long") where the
+    schema's ``status`` came out ``not_in_documents``. (the state with the reading recorded, its passage) when the
+    reply is in a passage, else None."""
+    d = state.decision
+    if (state.draft is not None or d is None or d.reread or not ctx.settings.gate_reread or ctx.lm is None
+            or not state.passages):
+        return None
+    d = read_again(state.request.question, d, state.passages, ctx.lm)
+    if not d.reread:
+        return None
+    return replace(state, decision=d), tuple(p for p in state.passages if p.n == d.reread)
 
 
 def _declined_retry(ctx, state: AskState) -> tuple[Passage, ...]:
