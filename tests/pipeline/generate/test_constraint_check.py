@@ -192,3 +192,28 @@ def test_a_claim_naming_another_ordinal_is_described_from_its_own_words():
     broken = broken_constraints("Who won the first season?", [_claim("Kristen Kish won the tenth season", 1)], ps)
     assert refusal_reason("Who won the first season?", broken) == (
         "The documents describe the tenth season; the question asks about the first.")
+
+
+def test_a_tool_a_chinese_question_names_that_no_passage_mentions_breaks_the_answer():
+    """Issue 52: "ufw 防火墙怎么设置成开机自动启用？" over passages about other firewalls was answered with another tool's
+    script; the peer said it did not know. A Latin-letter term of a Chinese question is a hard constraint."""
+    ps = [_p(1, "Shorewall 的初始化脚本在开机时加载防火墙规则。"), _p(2, "iptables-persistent 软件包会在启动时恢复规则。")]
+    q = "ufw 防火墙怎么设置成开机自动启用？"
+    assert [n.text for n in absent_names(q, ps)] == ["ufw"]
+    broken = broken_constraints(q, [_claim("通过 Shorewall 的初始化脚本启用", 1)], ps)
+    assert broken and refusal_reason(q, broken) == "文档中没有提到ufw。"
+    # mentioned: any case, glued to Chinese, "Wi-Fi" written "WiFi"; quoted text is the quoted constraint's
+    assert absent_names("Shorewall防火墙开机怎么加载？", ps) == []
+    assert absent_names("SHOREWALL 的规则什么时候加载？", [_p(1, "shorewall规则在开机时加载。")]) == []
+    assert absent_names("Wi-Fi 密码存在哪里？", [_p(1, "WiFi 密码保存在 /etc/NetworkManager 下。")]) == []
+    assert [n.text for n in absent_names("怎么用 nftables 放行 22 端口？", ps)] == ["nftables"]
+    # English questions keep names as notes: this is for Chinese questions only
+    assert broken_constraints("How do I enable ufw at boot?", [_claim("Use Shorewall's init script", 1)], ps) == []
+
+
+def test_the_pipeline_refuses_a_chinese_question_about_a_tool_no_passage_names(tmp_path):
+    kb = build_kb(tmp_path, {"fw.md": "# 防火墙\n\nShorewall 的初始化脚本在开机时加载防火墙规则。\n"})
+    reply = '{"status": "answered", "points": [{"text": "通过 Shorewall 初始化脚本设置开机启用", "evidence": [1]}]}'
+    state, _ = Pipeline(kb, lm=ScriptedLanguageModel([reply], yes_prob=0.9)).ask("ufw 防火墙怎么设置成开机自动启用？")
+    assert state.answer.route == "refuse" and state.answer.text == "文档中没有提到ufw。"
+    kb.close()

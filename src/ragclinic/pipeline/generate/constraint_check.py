@@ -13,7 +13,9 @@ which comedy sketch show?" over passages about James Mulgrew: whatever the answe
 《title》 is exact, so it breaks the answer like a year. An English capitalised name or a quoted title only gets a
 note beside the answer ("The documents do not mention Rags Ragland."): passages often name a person once and then
 say "he" (on the English dev half of the constraint-swap set, treating names as hard constraints refused 5 of 15
-answerable questions). One distinctive word of a name in some passage is enough ("Gervais" for "Ricky Dene
+answerable questions). A command, package or product a Chinese question names in Latin letters ("ufw 防火墙怎么设置成
+开机自动启用？") is a hard constraint too: no pronoun stands in for "ufw" in a Chinese manual, and an answer from
+passages that never name it is about another tool ("通过 Shoreline 防火墙初始化脚本…", issue 52). One distinctive word of a name in some passage is enough ("Gervais" for "Ricky Dene
 Gervais"); the question's first word alone is not taken for a name ("Planes from Laredo …").
 
 The generate layer then answers again from the passages that do have the asked value, or refuses and says why,
@@ -65,9 +67,26 @@ class Broken:
         return f"the question asks about {self.constraint.text}; the answer rests on {', '.join(self.others)}"
 
 
+# a Latin-letter term in Chinese text: "ufw", "systemd", "hosts.deny", "Wi-Fi" (CJK characters are \w, so the
+# bounds are spelled out); quoted text is the quoted constraint's
+_TERM = re.compile(r"(?<![A-Za-z0-9_.+-])[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9+]")
+_QUOTES = re.compile(r"“[^”]*”|\"[^\"]*\"|《[^》]*》|「[^」]*」|『[^』]*』")
+
+
+def terms(question: str) -> tuple[Constraint, ...]:
+    """The commands, packages and products a Chinese question names in Latin letters (3 characters or more)."""
+    if language_of(question) != "zh":
+        return ()
+    found = _TERM.findall(_QUOTES.sub(" ", question))
+    return tuple(dict.fromkeys(Constraint("term", t, t) for t in found if len(t) >= 3))
+
+
 def names(question: str) -> tuple[Constraint, ...]:
-    """The names the question gives: English capitalised names (not its first word alone) and quoted titles."""
-    out = [c for c in constraints(question) if c.kind == "quoted"]
+    """The names the question gives: English capitalised names (not its first word alone), quoted titles, and the
+    Latin-letter terms of a Chinese question."""
+    out = [c for c in constraints(question) if c.kind == "quoted"] + list(terms(question))
+    if language_of(question) == "zh":  # its Latin-letter names are its terms
+        return tuple(dict.fromkeys(out))
     for m in _NAME.finditer(question):
         words = [w for w in re.split(r"\s+", m.group()) if w.lower() not in _NOT_NAME]
         if not words or (m.start() == 0 and len(words) == 1):
@@ -77,6 +96,10 @@ def names(question: str) -> tuple[Constraint, ...]:
 
 
 def _mentioned(name: Constraint, texts: Sequence[str]) -> bool:
+    if name.kind == "term":  # "ufw" in "ufw防火墙" or "UFW": whole Latin words, any case, "Wi-Fi" as "WiFi" too
+        forms = {name.value.lower(), name.value.lower().replace("-", "")}
+        return any(re.search(r"(?<![a-z0-9_])" + re.escape(f) + r"(?![a-z0-9_])", t.lower())
+                   for f in forms for t in texts)
     if name.kind == "quoted" and name.text.startswith("《"):
         return any(check(name, t).verdict == "found" for t in texts)
     if name.kind == "quoted" and any(quoted_found(name, t) for t in texts):  # "机器名.local": ".local" is there
@@ -100,7 +123,8 @@ def absent_note(question: str, absent: Sequence[Constraint]) -> str:
 
 def broken_constraints(question: str, claims: Sequence[Claim], passages: Sequence[Passage]) -> list[Broken]:
     """The question's constraints each answered claim breaks (see the module docstring)."""
-    titles = [n for n in absent_names(question, passages) if n.text.startswith("《")] if claims else []
+    titles = [n for n in absent_names(question, passages)
+              if n.text.startswith("《") or n.kind == "term"] if claims else []
     out = [Broken(n, c.text, ()) for n in titles for c in claims[:1]]
     asked = [c for c in constraints(question) if c.kind in _KINDS]
     if not asked:
@@ -178,7 +202,7 @@ def _said(question: str, c: Constraint, others: Sequence[str], texts: Sequence[s
 def matching_passages(question: str, passages: Sequence[Passage], broken: Sequence[Broken]) -> tuple[Passage, ...]:
     """The passages that have every broken constraint's asked value, most relevant first (at most 3)."""
     need = {b.constraint for b in broken}
-    good = [p for p in passages if all(_mentioned(c, [p.chunk.text]) if c.kind == "name"
+    good = [p for p in passages if all(_mentioned(c, [p.chunk.text]) if c.kind in ("name", "term")
                                        else check(c, p.chunk.text).verdict == "found" for c in need)]
     return tuple(sorted(good, key=lambda p: -p.support)[:3])
 
