@@ -187,16 +187,17 @@ class Parts:
         return done
 
     def learn(self, *, on_progress=None, budget_s: float | None = None, max_chunks: int | None = None,
-              should_stop=None) -> LearnResult:
+              should_stop=None, writer=None) -> LearnResult:
         """The chunks not learned yet get the model's questions and keywords (learn/run.py), one run at a time;
-        ConfigError naming the fix without a language model."""
-        if self.lm is None:
+        ConfigError naming the fix without a language model. ``writer``: who writes them (the Ray workers of
+        ``kb learn --ray``); default this process's model."""
+        if writer is None and self.lm is None:
             raise ConfigError("kb learn needs a language model to write the questions: install it (pip install -e "
                               "'.[local]') and use --llm local, or --llm server with an OpenAI-compatible server")
         kb = self.kb
         with learn_run.one_run(kb.folder):
-            res = learn_run.learn(kb, self.lm, on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
-                                  should_stop=should_stop)
+            res = learn_run.learn(kb, self.lm if writer is None else None, on_progress=on_progress,
+                                  budget_s=budget_s, max_chunks=max_chunks, should_stop=should_stop, writer=writer)
             if (res.learned or res.dropped) and cheap(self.judge):  # the gate on the KB's own questions (~1 min)
                 res.gate = gate_fit.fit(kb, self.judge, create_retriever(kb), self.settings).to_json()
         return res

@@ -1,7 +1,7 @@
 """Scale-out on Ray (issue 18) against a local Ray head on 127.0.0.1, started and stopped by this module: an ingest
 on Ray gives the knowledge base a local ingest gives; a worker killed mid-batch is retried and nothing is committed
-twice; eval on Ray gives the local metrics; one request through Ray Serve; and without the extra, --ray names the
-install command."""
+twice; eval on Ray gives the local metrics; `kb learn` on Ray stores what a local run stores; one request through
+Ray Serve; and without the extra, --ray names the install command."""
 
 from __future__ import annotations
 
@@ -144,6 +144,42 @@ def test_eval_on_ray_gives_the_local_metrics(head, tmp_path, monkeypatch):
     assert drop(m1) == drop(m2)
     rows = [json.loads(x) for x in (tmp_path / "r2" / "items.jsonl").read_text().splitlines()]
     assert sorted(r["key"] for r in rows) == ["i0|default", "i1|default", "i2|default"]
+
+
+def _question_writer():
+    """A model for `kb learn` that a worker can make: its questions and keywords name the chunk's first words."""
+    from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+    def reply(messages) -> str:
+        words = [w for w in messages[-1].content.split() if w.isalpha()][-6:]
+        return json.dumps({"questions": [f"What is said about {' '.join(words[:3])}?",
+                                         f"Where is {' '.join(words[3:])} explained?"], "keywords": words[:2]})
+
+    return ScriptedLanguageModel([reply])
+
+
+def _learned(c) -> list:
+    return sorted(c.kb.db.conn.execute("SELECT chunk_id, kind, text, kept FROM learned_items").fetchall())
+
+
+def test_kb_learn_on_ray_stores_what_a_local_run_stores(head, tmp_path, monkeypatch):
+    from ragclinic.scale import ray_learn
+
+    monkeypatch.setenv("RAGCLINIC_CACHE_DIR", str(tmp_path / "cache"))
+    _corpus(tmp_path / "docs")
+    with Clinic.open(tmp_path / "kb1", model=_question_writer(), embedder="fake") as c:
+        c.ingest(tmp_path / "docs")
+        local = c.learn()
+        here = _learned(c)
+    monkeypatch.setattr(ray_learn, "local_model", lambda llm: _question_writer)  # what each worker loads
+    with Clinic.open(tmp_path / "kb2", model=None, embedder="fake") as c:
+        c.ingest(tmp_path / "docs")
+        spread = c.learn(ray="auto", ray_workers=2, max_chunks=5)  # a bounded first run, then the rest
+        rest = c.learn(ray="auto", ray_workers=2)
+        there = _learned(c)
+    assert local.learned == spread.learned + rest.learned and spread.learned == 5 and rest.remaining == 0
+    assert here == there and len(here) > 10  # the same questions and keywords, kept alike, nothing twice
+    assert spread.model == local.model
 
 
 def _free_port() -> int:

@@ -27,6 +27,11 @@ def learn(kb: Optional[Path] = KbOption,
           max_chunks: Optional[int] = typer.Option(None, "--max-chunks", min=1, show_default=False,
                                                    help="Learn at most this many chunks this run."),
           stats_only: bool = typer.Option(False, "--stats", help="Only say how far learning has got; learn nothing."),
+          ray: Optional[str] = typer.Option(None, "--ray", metavar="ADDRESS|auto", show_default=False,
+                                            help="Write the questions with the model on each worker of a Ray cluster "
+                                                 "(auto: a local runtime for this run); ranking and storing stay "
+                                                 "here. Needs the ray extra: pip install -e '.[ray]' (docs/scale.md)."),
+          ray_workers: int = typer.Option(0, "--ray-workers", min=0, help="Ray workers (0: one per CPU of the cluster)."),
           json_out: bool = JsonOption) -> None:
     """For each chunk not learned yet, the model writes the questions a user would ask that the chunk answers, and
     keywords; a question is kept when its chunk ranks high for it. They fit the gate's threshold and the query
@@ -37,13 +42,13 @@ def learn(kb: Optional[Path] = KbOption,
     from ragclinic.store import learned as store  # on use: the store (fast --help)
 
     settings = {"llm": llm} if llm else {}
-    with Clinic.open(kb, **({"model": None} if stats_only else {}), **settings) as c:
+    with Clinic.open(kb, **({"model": None} if stats_only or ray else {}), **settings) as c:
         if stats_only:
             s = store.stats(c.kb.db.conn)
             print_json(s) if json_out else _print_stats(s)
             return
         with _progress(json_out) as tick:
-            res = c.learn(on_progress=tick, budget_s=budget_s, max_chunks=max_chunks)
+            res = c.learn(on_progress=tick, budget_s=budget_s, max_chunks=max_chunks, ray=ray, ray_workers=ray_workers)
         s = store.stats(c.kb.db.conn)
     if json_out:
         print_json({**res.to_json(), "kb": s})

@@ -35,6 +35,7 @@ from ragclinic.limits import check_request
 from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.pipeline.cache import AnswerCacheFront
 from ragclinic.scale.ray_ingest import ingest_on_ray
+from ragclinic.scale.ray_learn import on_ray as learn_on_ray
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.learn import canary
 from ragclinic.pipeline.retrieve import create_retriever
@@ -150,13 +151,20 @@ class Clinic:
 
     # ------------------------------------------------------------------ questions
     def learn(self, *, on_progress=None, budget_s: float | None = None, max_chunks: int | None = None,
-              should_stop=None):
+              should_stop=None, ray: str | None = None, ray_workers: int = 0):
         """Let the knowledge base learn its own documents (docs/learn.md): the model writes questions and keywords
         for each chunk not learned yet, kept when their chunk ranks high for them; the gate's threshold is fitted
         on them (retrieval ranks by them with ``learned_retrieval``). Resumable, incremental, bounded by
-        ``budget_s`` / ``max_chunks``. → ``LearnResult``."""
-        done = self.parts.learn(on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
-                                should_stop=should_stop)
+        ``budget_s`` / ``max_chunks``. ``ray``: the questions written by the model on each worker of the Ray
+        cluster at that address (``auto``: a local runtime; the ``ray`` extra), ``ray_workers`` workers (0: one per
+        CPU); ranking and storing stay here. → ``LearnResult``."""
+        if ray:
+            with learn_on_ray(ray, self.settings.llm, ray_workers) as writer:
+                done = self.parts.learn(on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
+                                        should_stop=should_stop, writer=writer)
+        else:
+            done = self.parts.learn(on_progress=on_progress, budget_s=budget_s, max_chunks=max_chunks,
+                                    should_stop=should_stop)
         self.parts.changed()
         return done
 

@@ -13,6 +13,10 @@ own retrieval, stored in one transaction per chunk (store/learned.py).
 
 The knowledge base answers throughout: the run writes only its own tables, one short transaction per chunk, and
 the learned index is read anew by retrieval when ``learned_version`` moves.
+
+Who writes the questions is a ``Writer``: the local model, one chunk at a time (``LocalWriter``), or the model on
+each worker of a Ray cluster, a batch of chunks at a time (scale/ray_learn.py, ``kb learn --ray``). Ranking,
+embedding and storing stay here, in the order the chunks were ingested.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ragclinic.errors import KnowledgeBaseLocked
 from ragclinic.learn import adapter
@@ -52,6 +57,35 @@ class LearnResult:
                 "seconds_per_chunk": round(self.seconds / self.learned, 2) if self.learned else None}
 
 
+class Writer(Protocol):
+    """Writes the questions and keywords of chunks: ``write`` yields each chunk's (completion, seconds), in order."""
+
+    model_id: str
+    batch: int  # chunks handed over at once
+
+    def write(self, chunks: Sequence[tuple[str, str]], n: int, max_tokens: int) -> Iterator[tuple]: ...
+
+
+class LocalWriter:
+    """The model in this process, one chunk after the other."""
+
+    batch = 1
+
+    def __init__(self, model) -> None:
+        self.model, self.model_id = model, getattr(model, "model_id", "model")
+
+    def write(self, chunks: Sequence[tuple[str, str]], n: int, max_tokens: int) -> Iterator[tuple]:
+        for text, language in chunks:
+            yield write_one(self.model, text, language, n, max_tokens)
+
+
+def write_one(model, text: str, language: str, n: int, max_tokens: int) -> tuple:
+    """One chunk's completion from ``model`` and the seconds it took."""
+    t0 = time.perf_counter()
+    done = model.chat(ask.messages(text, language, n), max_tokens=max_tokens, temperature=0.0, schema=ask.SCHEMA)
+    return done, time.perf_counter() - t0
+
+
 @contextmanager
 def one_run(folder: Path) -> Iterator[None]:
     """One ``kb learn`` at a time on a knowledge base (two would write the same chunks' questions twice); the
@@ -69,10 +103,13 @@ def one_run(folder: Path) -> Iterator[None]:
 
 
 def learn(kb, model, *, on_progress: Callable[[int, int], None] | None = None, budget_s: float | None = None,
-          max_chunks: int | None = None, should_stop: Callable[[], bool] | None = None) -> LearnResult:
-    """Learn the chunks that have no record yet (see the module docstring); ``on_progress(done, total)``."""
+          max_chunks: int | None = None, should_stop: Callable[[], bool] | None = None,
+          writer: Writer | None = None) -> LearnResult:
+    """Learn the chunks that have no record yet (see the module docstring); ``on_progress(done, total)``;
+    ``writer``: who writes the questions (default: ``model`` here, one chunk at a time)."""
     s = kb.settings
-    res = LearnResult(getattr(model, "model_id", "model"))
+    writer = writer or LocalWriter(model)
+    res = LearnResult(writer.model_id)
     with kb.db.transaction():
         res.dropped = store.drop_stale(kb.db.conn)
         if res.dropped:
@@ -89,20 +126,23 @@ def learn(kb, model, *, on_progress: Callable[[int, int], None] | None = None, b
         if budget_s is not None and time.perf_counter() - t0 >= budget_s:
             res.stopped = "budget"
             break
-        todo = store.missing(kb.db.conn, 1)
+        todo = store.missing(kb.db.conn, min(writer.batch, total - res.learned))
         if not todo:
             break
-        rec = learn_chunk(kb, model, *todo[0], rank=rank, n=s.learn_questions, max_tokens=s.learn_max_tokens,
-                          keep_rank=s.learn_keep_rank)
-        with kb.db.transaction():
-            store.write(kb.db.conn, rec)
-            _bump(kb)
-        res.learned += 1
-        res.questions += sum(i.kind == "question" for i in rec.items)
-        res.kept += sum(i.kind == "question" and i.kept for i in rec.items)
-        res.keywords += sum(i.kind == "keyword" for i in rec.items)
-        if on_progress:
-            on_progress(res.learned, total)
+        written = writer.write([(text, language) for _, _, text, language in todo], s.learn_questions,
+                               s.learn_max_tokens)
+        for (chunk_id, doc_id, text, _), (done, seconds) in zip(todo, written):  # each stored as it comes back
+            rec = record(kb, chunk_id, doc_id, text, done, seconds, writer.model_id, rank=rank,
+                         n=s.learn_questions, keep_rank=s.learn_keep_rank)
+            with kb.db.transaction():
+                store.write(kb.db.conn, rec)
+                _bump(kb)
+            res.learned += 1
+            res.questions += sum(i.kind == "question" for i in rec.items)
+            res.kept += sum(i.kind == "question" and i.kept for i in rec.items)
+            res.keywords += sum(i.kind == "keyword" for i in rec.items)
+            if on_progress:
+                on_progress(res.learned, total)
     if res.stopped == "done" and max_chunks is not None and res.learned >= max_chunks:
         res.stopped = "max_chunks"
     res.seconds = time.perf_counter() - t0
@@ -112,20 +152,17 @@ def learn(kb, model, *, on_progress: Callable[[int, int], None] | None = None, b
     return res
 
 
-def learn_chunk(kb, model, chunk_id: str, doc_id: str, text: str, language: str, *, rank, n: int, max_tokens: int,
-                keep_rank: int) -> store.Learned:
-    """One chunk's record: the model's questions (each ranked for its chunk, kept or not, a kept one's vector)
-    and keywords."""
-    t0 = time.perf_counter()
-    done = model.chat(ask.messages(text, language, n), max_tokens=max_tokens, temperature=0.0, schema=ask.SCHEMA)
+def record(kb, chunk_id: str, doc_id: str, text: str, done, seconds: float, model_id: str, *, rank, n: int,
+           keep_rank: int) -> store.Learned:
+    """The record of a chunk whose completion ``done`` came back: its questions ranked, filtered and embedded."""
     qs, kws = ask.parse(done.text, n)
     ranks = [None if ask.copied(q, text) else rank(q, chunk_id, keep_rank) for q in qs]  # a pasted one: not kept
     keep = [q for q, r in zip(qs, ranks) if r is not None]
     vectors = dict(zip(keep, kb.embedder.embed_queries(keep))) if keep and kb.embedder is not None else {}
     items = tuple(store.Item("question", q, r is not None, r, vectors.get(q)) for q, r in zip(qs, ranks))
     items += tuple(store.Item("keyword", k, True) for k in kws)
-    return store.Learned(chunk_id, doc_id, getattr(model, "model_id", "model"), time.perf_counter() - t0,
-                         done.prompt_tokens, done.completion_tokens, "ok" if qs else "empty", items)
+    return store.Learned(chunk_id, doc_id, model_id, seconds, done.prompt_tokens, done.completion_tokens,
+                         "ok" if qs else "empty", items)
 
 
 def _ranker(kb) -> Callable[[str, str, int], int | None]:

@@ -27,7 +27,7 @@ _RULES: dict[str, list[str]] = {
                 r"\bis it (good|bad|worth)\b", r"你(认为|觉得|建议)", r"值得吗", r"好不好"],
     "factual": [r"^\s*(what|who|whom|whose|when|where|which|how (many|much|long|old|far|often))\b",
                 r"^\s*(is|are|was|were|does|do|did|can|has|have)\b", r"\?$",
-                r"什么", r"谁", r"何时", r"哪里", r"哪(一|个|些|年|天)", r"多少", r"多(长|久|大|高|远|重|宽|深)", r"几",
+                r"什么", r"谁", r"何时", r"哪里", r"哪(一|个|些|年|天|种|类|款|位|家|条|项|份)", r"多少", r"多(长|久|大|高|远|重|宽|深)", r"几",
                 r"是否", r"吗[？?]?$"],
 }
 _COMPILED = {t: [re.compile(p, re.I) for p in ps] for t, ps in _RULES.items()}
