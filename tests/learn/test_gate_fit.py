@@ -55,7 +55,9 @@ def test_a_threshold_that_refuses_same_topic_contexts_is_kept_and_the_pipeline_u
     assert res.cases == 48 and res.auroc == 1.0
     assert res.test["shipped"]["refusal"] == 0.0 and res.test["fitted"]["refusal"] == 1.0
     assert res.test["fitted"]["over_refusal"] == 0.0 and res.kept and 0.35 < res.threshold <= 0.92
-    assert pipeline(kb).settings.gate_threshold_judge == res.threshold
+    assert pipeline(kb).settings.gate_threshold_judge is None  # off by default (learned_gate)
+    on = kb.settings.model_copy(update={"learned_gate": True})
+    assert gate_fit.calibrated(kb, on).gate_threshold_judge == res.threshold
     assert pipeline(kb, settings=kb.settings).settings.gate_threshold_judge is None  # a trace's settings stand
     kb.close()
 
@@ -64,7 +66,7 @@ def test_a_threshold_that_does_not_beat_the_shipped_one_is_not_used(tmp_path):
     kb = _kb(tmp_path)
     res = gate_fit.fit(kb, CodeJudge(0.9), create_retriever(kb), kb.settings)  # the shipped one already refuses them
     assert not res.kept and "not kept" in res.why
-    assert pipeline(kb).settings.gate_threshold_judge is None
+    assert gate_fit.calibrated(kb, kb.settings.model_copy(update={"learned_gate": True})).gate_threshold_judge is None
     kb.close()
 
 
