@@ -1,7 +1,8 @@
 """When the first answer cannot stand: none of its claims is in the passages (answered again from the passages the
 verifier found sufficient, else refused), the model declined over a passage the verifier is sure of or that the
-model's second reading finds the answer in (asked once more), or it breaks a year or ordinal the question asks about (answered again from passages that have it, else
-refused with the reason), or it holds nothing of the kind asked for (answered again, asked for that kind)."""
+model's second reading finds the answer in (asked once more), or it breaks a year or ordinal the question asks
+about (answered again from passages that have it, else refused with the reason), or it holds nothing of the kind
+asked for (answered again, asked for that kind)."""
 
 from __future__ import annotations
 
