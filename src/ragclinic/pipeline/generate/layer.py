@@ -14,6 +14,7 @@ from ragclinic.pipeline.generate.citations import citation_of, violations
 from ragclinic.pipeline.generate.constraint_check import absent_names, absent_note, broken_constraints
 from ragclinic.pipeline.generate.draft import claims_of, drafted, model_declined, selection
 from ragclinic.pipeline.generate.on_question import answered_on_question
+from ragclinic.pipeline.generate.units import answered_with_unit
 from ragclinic.pipeline.generate.printed_output import printed_sources
 from ragclinic.pipeline.generate.structured import completion
 from ragclinic.pipeline.generate.answer_kind import mistyped
@@ -116,11 +117,19 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         text, generator, route, claims = constraint_retry(ctx, state, broken, drafts, flags)
     if route == "answer" and (typed := mistyped(q, claims, passages))[0]:
         text, generator, claims = type_retry(ctx, state, *typed, text, generator, claims, drafts, flags)
+    if route == "answer" and drafts and drafts[-1].items is not None:
+        text, claims = _replaced(answered_with_unit(ctx, q, claims, passages, flags), text, claims)
     if route == "answer" and d.question_type == "how-to" and drafts and drafts[-1].items is not None:
         text, claims = _on_question(ctx, state, text, claims, flags)
     if route == "answer":
         text, claims = stage.revise(ctx, state, text, claims, generator, flags)
     return route, claims, text, generator, unbacked
+
+
+def _replaced(found, text: str, claims):
+    """(text, claims) as a check that may rewrite the answer returned them: its (text, claims), or as they were."""
+    again, checked = found
+    return (again, checked) if again is not None else (text, claims)
 
 
 def _on_question(ctx: RunContext, state: AskState, text: str, claims, flags: list[str]):
