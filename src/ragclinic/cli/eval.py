@@ -114,7 +114,7 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
         yield None
         return
     from ragclinic.config import Settings  # on use: pydantic settings
-    from ragclinic.scale.ray_eval import RayEval  # on use: when the command runs (fast --help)
+    from ragclinic.eval.ray_eval import RayEval  # on use: when the command runs (fast --help)
     from ragclinic.scale.runtime import connected  # on use: when the command runs (fast --help)
 
     with connected(address, workers if address == "auto" else 0):

@@ -7,9 +7,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
 from ragclinic.clinic.question import Question
+from ragclinic.pipeline.request import Hooks
 from ragclinic.store.clarifications import ClarificationMemory, ambiguity_key
 
 Warn = Callable[[str], None]
@@ -39,7 +40,7 @@ class Clarifications:
             self._memory.close()
         self._memory = None
 
-    def follow_up(self, q: Question, doctor, result, reply: Callable[[str], str] | None, **run: Any):
+    def follow_up(self, q: Question, doctor, result, reply: Callable[[str], str] | None, hooks: Hooks):
         """``result`` when it is not a clarifying question (or no reply came), else the doctor's answer to the
         question with the reply merged in, and the clarification record (None when none was merged)."""
         if not (q.interactive and result.answer.route == "clarify" and result.repairs):
@@ -54,7 +55,8 @@ class Clarifications:
         asked_back, round_id = result.answer.text, result.trace.debug_round_id
         doctor.interactive = False  # one clarifying question per query
         # the reply continues the same question: its runs share the debug round id
-        result = doctor.ask(f"{q.text} {said}", q.scope_dict, **{**run, "debug_round_id": round_id})
+        merged = replace(q, text=f"{q.text} {said}")
+        result = doctor.ask(merged.to_request(doctor.settings), hooks=replace(hooks, debug_round_id=round_id))
         if memory is not None and not hit:
             try:
                 memory.remember(q.owner, key, question=q.text, clarifying_question=asked_back, reply=said,

@@ -44,7 +44,7 @@ from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
 from ragclinic.trace.store import load_trace
-from ragclinic.types import Answer, AskRequest, AskState, Hit, Scope
+from ragclinic.types import Answer, AskRequest, AskState, Hit
 
 Change = Callable[[AskState], AskState] | dict[str, Any]
 LOAD = wiring.LOAD  # Clinic(model=LOAD): load the model the ``llm`` setting names on first use
@@ -201,17 +201,16 @@ class Clinic:
         try:
             if (hit := front.lookup(q.text, q.cache_scope(), use_doctor)) is not None:
                 return Consultation(Answer.from_json(hit), hit, None, True, None)
-            run = dict(top_k=q.top_k, rerank=q.rerank, on_token=on_token, enforced=q.enforced_dict,
-                       on_span=on_span, conversation=q.conversation)
+            request, hooks = q.to_request(self.settings), q.hooks(on_token, on_span)
             later = use_doctor and q.repair == "async" and not q.interactive
             if not use_doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
-                state, trace = self.pipeline.ask(q.text, q.scope_dict, **run)
+                state, trace = self.pipeline.ask(request, hooks=hooks)
                 answer = replace(state.answer, model_calls=len(trace.model_calls))
                 return Consultation(answer, front.keep(q.text, q.cache_scope(), False, answer.to_json()), None,
                                     False, trace, repair_pending=later)
             doctor = self.doctor(interactive=q.interactive)
-            result = doctor.ask(q.text, q.scope_dict, debug_round_id=q.debug_round_id, **run)
-            result, clarified = self._clarified.follow_up(q, doctor, result, reply, **run)
+            result = doctor.ask(request, hooks=hooks)
+            result, clarified = self._clarified.follow_up(q, doctor, result, reply, hooks)
             if clarified:  # the answer to the question with the reply merged in: never kept for the question
                 payload = {**result.to_json(), "cached": False, "clarification": clarified}
             else:
@@ -247,10 +246,7 @@ class Clinic:
     def search(self, q: Question) -> tuple[tuple[Hit, ...], str]:
         """The hits of the configured retriever for ``q`` (``q.top_k`` of them; no rerank, no model call) within
         its scope and enforced tags, and the name of the retriever that ran."""
-        must = tuple(sorted(q.enforced))
-        req = AskRequest(q.text, Scope.parse(q.scope_dict).require(must), tuple(sorted(q.scope)),
-                         top_k=q.top_k or self.settings.top_k, retriever=self.settings.retriever, rerank=False,
-                         enforced=must)
+        req = replace(q, rerank=False).to_request(self.settings)
         found, out = self.pipeline.run_layer("retrieve", AskState(req))
         return found.hits, out.retriever
 

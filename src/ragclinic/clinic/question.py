@@ -8,9 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragclinic.config import Settings
 from ragclinic.errors import RagclinicError
+from ragclinic.models.llm import TokenCallback
+from ragclinic.pipeline.request import Hooks, SpanCallback, request_for
 from ragclinic.trace.model import Trace
-from ragclinic.types import Answer
+from ragclinic.types import Answer, AskRequest
 
 Pairs = tuple[tuple[str, str], ...]
 REPAIR_MODES = ("sync", "async")
@@ -62,6 +65,16 @@ class Question:
         if self.interactive:
             keyed["\x00interactive"] = "1"
         return keyed
+
+    def to_request(self, settings: Settings) -> AskRequest:
+        """The pipeline's request for this question, built once (``pipeline.request.request_for``): the Clinic
+        hands it, and ``hooks``, to the doctor or the plain pipeline unchanged."""
+        return request_for(settings, self.text, self.scope_dict, top_k=self.top_k, rerank=self.rerank,
+                           enforced=self.enforced_dict, conversation=self.conversation)
+
+    def hooks(self, on_token: TokenCallback | None = None, on_span: SpanCallback | None = None) -> Hooks:
+        """What the caller hears of the run (``on_token``, ``on_span``) and the debug round it continues."""
+        return Hooks(on_token, on_span, self.debug_round_id)
 
     def cacheable(self) -> bool | None:
         """False when the cache may not answer (an override that is not part of its key, or ``cache=False``);

@@ -25,11 +25,12 @@ from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import Judge
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.text.lang import language_of
+from ragclinic.pipeline.request import Hooks, as_request
 from ragclinic.pipeline.runner import Pipeline
 from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
-from ragclinic.types import Answer, AskState, Repair, Snapshot, Symptom
+from ragclinic.types import Answer, AskRequest, AskState, Repair, Snapshot, Symptom
 
 _GENERATION = {"unsupported_claim", "contradicted_claim", "ignored_context", "self_contradiction", "off_topic"}
 # What the fast path does not treat: symptoms about the context's noise and the retrieval's reach, which an
@@ -79,12 +80,12 @@ class Doctor:
         self.forecaster = forecast.load(pipeline.settings.kb, pipeline.settings.doctor_forecast)
 
     # ------------------------------------------------------------------ public
-    def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
-            rerank: bool | None = None, on_token=None, enforced: dict[str, str] | None = None,
-            on_span=None, conversation: tuple[str, ...] = (), debug_round_id: str = "") -> DoctorResult:
-        state, trace = self.pipe.ask(question, scope_pairs, top_k=top_k, rerank=rerank, on_token=on_token,
-                                     enforced=enforced, on_span=on_span, conversation=conversation,
-                                     debug_round_id=debug_round_id)
+    def ask(self, request: AskRequest | str, scope_pairs: dict[str, str] | None = None, *,
+            hooks: Hooks | None = None, **loose) -> DoctorResult:
+        """The plain run of ``request`` (``Pipeline.ask``: the same request and hooks, or a question's text with
+        loose arguments), then ``treat``."""
+        request, hooks = as_request(self.settings, request, scope_pairs, hooks, loose)
+        state, trace = self.pipe.ask(request, hooks=hooks)
         return self.treat(state, trace)
 
     def treat(self, state: AskState, trace: Trace) -> DoctorResult:

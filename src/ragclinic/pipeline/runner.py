@@ -22,7 +22,7 @@ from typing import Any
 
 from ragclinic import cancel
 from ragclinic.config import Settings
-from ragclinic.errors import (LayerError, LimitExceeded, ModelCrashed, ModelTimeExceeded, OutsideScope,
+from ragclinic.errors import (LayerError, ModelCrashed, ModelTimeExceeded, OutsideScope,
                               RagclinicError)
 from ragclinic.models.judge import Judge, LexicalJudge
 from ragclinic.models.llm import LanguageModel, TokenCallback
@@ -31,7 +31,7 @@ from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.layer import gate
 from ragclinic.pipeline.generate import Generator, create_generator
 from ragclinic.pipeline.generate.layer import generate
-from ragclinic.pipeline.reason.ambiguity import resolve_followup
+from ragclinic.pipeline.request import Hooks, SpanCallback, as_request
 from ragclinic.pipeline.retrieve import RETRIEVERS, Retriever
 from ragclinic.pipeline.retrieve.layer import retrieve
 from ragclinic.pipeline.scope.layer import scope
@@ -46,7 +46,6 @@ from ragclinic.types import AskRequest, AskState, Scope
 from ragclinic.verify import cheap, create_judge
 
 _SECRET_SETTINGS = {"openai_api_key"}
-SpanCallback = Callable[[Span, AskState], None]
 LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]] = {
     "retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}  # the layer table (above)
 
@@ -84,30 +83,16 @@ class Pipeline:
                          self._retriever(state.request.retriever) if layer == "retrieve" else None)
         return _call(ctx, layer, state)
 
-    def ask(self, question: str, scope_pairs: dict[str, str] | None = None, *, top_k: int | None = None,
-            rerank: bool | None = None, on_token: TokenCallback | None = None, debug_round_id: str = "",
-            save: bool = True, enforced: dict[str, str] | None = None, on_span: SpanCallback | None = None,
-            conversation: tuple[str, ...] = ()) -> tuple[AskState, Trace]:
-        """``enforced``: tags every passage must carry whatever ``scope_pairs`` ask for (a server key's tenant);
-        ``on_span(span, state)`` is called as each layer finishes (the server's streamed events);
-        ``conversation``: the user's earlier questions — a follow-up's dangling pronoun is resolved from them
-        (the request keeps the user's words as ``original``)."""
-        s = self.settings
-        if len(question) > s.max_question_chars:
-            raise LimitExceeded(f"the question is {len(question)} characters, more than max_question_chars="
-                                f"{s.max_question_chars}; shorten it or raise the limit (RAGCLINIC_MAX_QUESTION_CHARS)")
-        original = ""
-        if conversation and (resolved := resolve_followup(question, conversation)):
-            original, question = question, resolved
-        pairs = dict(scope_pairs or {})
-        must = tuple(sorted((enforced or {}).items()))
-        req = AskRequest(question=question, scope=Scope.parse(pairs).require(must),
-                         scope_pairs=tuple(sorted(pairs.items())), top_k=top_k or s.top_k,
-                         context_k=min(s.context_k, top_k or s.top_k), retriever=s.retriever,
-                         rerank=s.rerank if rerank is None else rerank, enforced=must,
-                         conversation=tuple(conversation)[-4:], original=original)
-        return self.run(AskState(req), "retrieve", on_token=on_token, debug_round_id=debug_round_id, save=save,
-                        on_span=on_span)
+    def ask(self, request: AskRequest | str, scope_pairs: dict[str, str] | None = None, *,
+            hooks: Hooks | None = None, **loose: Any) -> tuple[AskState, Trace]:
+        """Every layer on ``request`` (built once: ``request_for``, ``clinic.Question.to_request``), heard and kept
+        as ``hooks`` say. For scripts and tests, ``request`` may be the question's text: ``scope_pairs`` and the
+        loose keyword arguments — ``top_k``, ``rerank``, ``enforced``, ``conversation`` for the request (see
+        ``request_for``); ``on_token``, ``on_span``, ``debug_round_id``, ``save`` for the hooks — build the two
+        here."""
+        request, hooks = as_request(self.settings, request, scope_pairs, hooks, loose)
+        return self.run(AskState(request), "retrieve", on_token=hooks.on_token, debug_round_id=hooks.debug_round_id,
+                        save=hooks.save, on_span=hooks.on_span)
 
     def rerun(self, trace: Trace, from_layer: str, *, change: Callable[[AskState], AskState] | None = None,
               frozen: bool = False, on_token: TokenCallback | None = None, save: bool = True, admin: bool = False,

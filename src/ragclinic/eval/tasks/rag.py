@@ -23,13 +23,12 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ragclinic import wiring
 from ragclinic.config import Settings
-from ragclinic.doctor import Doctor
+from ragclinic.clinic import Clinic, Question
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.datasets import DatasetError, QAItem
 from ragclinic.eval.dominance import arm_ok, run_state
@@ -38,7 +37,6 @@ from ragclinic.eval.tasks.gold import gold_metrics, trace_gold
 from ragclinic.eval.tasks.naive import naive_arm, retrieved_arm
 from ragclinic.text.answers import answer_correct
 from ragclinic.errors import RagclinicError
-from ragclinic.limits import check_request
 from ragclinic.trace.store import load_trace
 from ragclinic.pipeline.generate.active import CALIBRATED
 
@@ -87,32 +85,40 @@ def cases(items: list[QAItem], settings: list[str], seed: int) -> list[Case]:
     return out
 
 
-def _item_parts(tmp: Path, docs: tuple[str, ...], base_settings, lm) -> wiring.Parts:
-    """The parts over a knowledge base of the item's own passages (one text file each), with ``lm``."""
+def _case_clinic(tmp: Path, docs: tuple[str, ...], base_settings, lm, active: float) -> Clinic:
+    """A clinic over a knowledge base of the item's own passages (one text file each), with ``lm``."""
     root = tmp / "docs"
     root.mkdir(parents=True)
     for i, d in enumerate(docs):
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
-    settings = Settings.load(tmp / "kb", **{"embedder": "e5", "retriever": "hybrid", **base_settings,
-                                            "top_k": PASSAGES, "context_k": PASSAGES})
-    parts = wiring.Parts(settings, model=lm)
-    parts.ingest([root])
-    return parts
+    settings = Settings.load(tmp / "kb", **{"embedder": "e5", "retriever": "hybrid", **_run_settings(base_settings),
+                                            "top_k": PASSAGES, "context_k": PASSAGES, "active_retrieval": active})
+    clinic = Clinic(settings, model=lm)
+    clinic.ingest([root])
+    return clinic
 
 
-def _consult(parts: wiring.Parts, question: str, doctor: bool, on_token, active: float = 0.0):
-    """(answer, DoctorResult or None, trace): the question asked of the doctor, or of the plain pipeline; with
-    active retrieval at threshold ``active`` (0: off, whatever the knowledge base's settings say)."""
-    check_request(parts.settings, question, None)
-    pipe = parts.pipeline
-    if pipe.settings.active_retrieval != active:
-        pipe = wiring.pipeline(parts.kb, parts.lm, parts.model_flags, settings=pipe.settings.model_copy(
-            update={"active_retrieval": active}))
-    if doctor:
-        result = Doctor(pipe).ask(question, {}, on_token=on_token)
-        return result.answer, result, result.trace
-    state, trace = pipe.ask(question, {}, on_token=on_token)
-    return state.answer, None, trace
+def _shared_clinic(shared_kb, base_settings, lm, active: float) -> Clinic:
+    """A clinic over the caller's knowledge base (``--kb``, ``--corpus``), with the run's settings over its own."""
+    over = {k: v for k, v in _run_settings(base_settings).items() if k in ("answer_cache",)}
+    return Clinic(shared_kb.settings.model_copy(update={**over, "active_retrieval": active}), model=lm, kb=shared_kb)
+
+
+def _run_settings(base_settings: dict) -> dict:
+    """The run's settings for a case's clinic: the answer cache off unless the run asked for it (a cached answer
+    would time nothing and repeat an earlier run's), active retrieval set per arm."""
+    return {"answer_cache": False, **{k: v for k, v in base_settings.items() if k != "active_retrieval"}}
+
+
+def _consult(clinic: Clinic, question: str, doctor: bool, on_token):
+    """(answer, DoctorResult or None, trace): ``question`` asked through ``Clinic.answer`` — the path the CLI and
+    the server take (the answer cache as the run's settings say; never a clarifying question: eval cannot reply)."""
+    c = clinic.answer(Question(question, doctor=doctor), on_token=on_token)
+    if c.trace is None:  # from the answer cache (``--answer-cache``): the trace of the run that wrote it
+        c = replace(c, trace=load_trace(clinic.kb.db, c.answer.trace_id))
+    if doctor and c.result is not None:
+        return c.result.answer, c.result, c.trace
+    return c.answer, None, c.trace
 
 
 def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | None = None,
@@ -215,19 +221,18 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
         if kb_root is not None and case.documents:
             where = kb_root / case_dir(case.key + ("|active" if active else ""))
             shutil.rmtree(where, ignore_errors=True)  # a case cut short by a kill starts again
-        plain = {k: v for k, v in base_settings.items() if k != "active_retrieval"}  # set per arm (_consult)
-        parts = (_item_parts(where, case.documents, plain, lm) if case.documents else
-                 wiring.Parts(shared_kb.settings, model=lm, kb=shared_kb))
+        clinic = (_case_clinic(where, case.documents, base_settings, lm, active) if case.documents else
+                  _shared_clinic(shared_kb, base_settings, lm, active))
         try:
             t0 = time.perf_counter()
             first = _FirstToken()
-            answer, res, trace = _consult(parts, case.asked, doctor, first, active)
+            answer, res, trace = _consult(clinic, case.asked, doctor, first)
             total = (time.perf_counter() - t0) * 1000
-            kept = _kept_trace(parts, res, trace) if doctor else trace
+            kept = _kept_trace(clinic, res, trace) if res is not None else trace
         finally:
-            parts.close()
+            clinic.close()
     extra, doc = {}, None
-    if doctor:
+    if doctor and res is not None:
         base = _arm(res.initial, case, trace.total_ms, len(trace.model_calls), trace, first.at, state_of=trace)
         doc = _arm(res.answer, case, total, len(trace.model_calls) + res.summary["lm_calls"], state_of=kept)
         doc.update(trace_gold(trace, case.item.gold))  # the doctor's retrieval: its initial run's
@@ -240,18 +245,20 @@ def _pipeline_case(case: Case, lm, base_settings: dict, doctor: bool, shared_kb,
     else:
         base = _arm(answer, case, trace.total_ms, len(trace.model_calls), trace, first.at, state_of=trace)
     base.update(trace_gold(trace, case.item.gold))
+    if doctor and res is None:  # the answer cache answered (the run's ``answer_cache``): one answer for both arms
+        doc = {**base, "cached": True}
     kb_path = str(where / "kb") if kb_root is not None and case.documents else (
         str(shared_kb.folder) if shared_kb is not None and not case.documents else "")
     return {"kb": kb_path, "baseline": base, "doctor": doc, **extra}
 
 
-def _kept_trace(parts: wiring.Parts, res, root):
+def _kept_trace(clinic: Clinic, res, root):
     """The trace of the run whose answer the doctor kept (its root trace when it kept the first answer)."""
     kept = res.summary.get("answer_trace_id")
     if not kept or kept == root.id:
         return root
     try:
-        return load_trace(parts.kb.db, kept)
+        return load_trace(clinic.kb.db, kept)
     except RagclinicError:
         return root  # not saved (a setting that keeps no traces): the first run's state
 
@@ -260,7 +267,7 @@ def run_rag(cases_: list[Case], lm, base_settings: dict, *, doctor: bool, checkp
             shared_kb=None, progress: Callable[[int, int], None] | None = None,
             arms: tuple[str, ...] = (), ray=None) -> list[dict[str, Any]]:
     """Every case's row (rows already in ``checkpoint`` are read back, not re-run). With a checkpoint, each
-    case's knowledge base is kept in ``kbs/`` beside it. ``ray``: a scale.ray_eval.RayEval — the cases run on
+    case's knowledge base is kept in ``kbs/`` beside it. ``ray``: a eval.ray_eval.RayEval — the cases run on
     its workers (each with its own model), rows are checkpointed here as they arrive."""
     done: dict[str, dict] = {}
     if checkpoint is not None and checkpoint.exists():

@@ -28,7 +28,7 @@ RETRIEVERS = ("lexical", "dense", "hybrid")
 def run_retrieval(data: Loaded, kb, corpus_path: Path, *, limit: int = 0, depth: int = 100,
                   retrievers: tuple[str, ...] = RETRIEVERS, rerank: bool = False, judge=None,
                   progress: Callable[[int, int], None] | None = None, ray=None) -> dict[str, Any]:
-    """``ray``: a scale.ray_eval.RayEval — the corpus is ingested on its workers and the queries are shared out
+    """``ray``: a eval.ray_eval.RayEval — the corpus is ingested on its workers and the queries are shared out
     among them (the metrics are the same: retrieval is deterministic)."""
     import ir_measures  # on use: ir_measures (pandas, heavy), only for this task
     from ir_measures import Qrel, ScoredDoc  # on use: as above
