@@ -31,6 +31,7 @@ from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.layer import gate
 from ragclinic.pipeline.generate import Generator, create_generator
 from ragclinic.pipeline.generate.layer import generate
+from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.request import Hooks, SpanCallback, as_request
 from ragclinic.pipeline.retrieve import RETRIEVERS, Retriever
 from ragclinic.pipeline.retrieve.layer import retrieve
@@ -48,6 +49,14 @@ from ragclinic.verify import cheap, create_judge
 _SECRET_SETTINGS = {"openai_api_key"}
 LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]] = {
     "retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}  # the layer table (above)
+
+
+def search_again(ctx: RunContext, state: AskState) -> AskState:
+    """The retrieve, scope and gate layers run again on ``state`` (its request's ``search_queries`` instead of the
+    question): the second search generate's active retrieval asks for through ``RunContext.search``."""
+    for layer in ("retrieve", "scope", "gate"):
+        state, _ = LAYERS[layer](ctx, state)
+    return state
 
 
 class Pipeline:
@@ -80,7 +89,8 @@ class Pipeline:
             raise RagclinicError(f"no query layer {layer!r}; query layers: {', '.join(QUERY_LAYERS)}")
         settings = self.settings.model_copy(update=overrides) if overrides else self.settings
         ctx = RunContext(self.kb, settings, self.lm, self.judge_for(self.lm), self._generator(self.lm),
-                         self._retriever(state.request.retriever) if layer == "retrieve" else None)
+                         self._retriever(state.request.retriever) if layer == "retrieve" else None,
+                         stage=stage, search=search_again)
         return _call(ctx, layer, state)
 
     def ask(self, request: AskRequest | str, scope_pairs: dict[str, str] | None = None, *,
@@ -178,7 +188,7 @@ class Pipeline:
                                 crashes=crashes if self.lm is None else None)
         retriever = self._retriever(state.request.retriever) if from_layer == "retrieve" else None
         return RunContext(self.kb, self.settings, lm, self.judge_for(lm), self._generator(lm), retriever, on_token,
-                          tuple(self.lm_flags))
+                          tuple(self.lm_flags), stage=stage, search=search_again)
 
     def _retriever(self, name: str) -> Retriever:
         if name not in self._retrievers:

@@ -1,6 +1,6 @@
 """The scope a question may search: document ids, path globs, tags and a date range (``--scope key=value``).
 
-pipeline/scope/filters.py resolves it to chunk rows before the search."""
+pipeline/retrieve/filters.py resolves it to chunk rows before the search."""
 
 from __future__ import annotations
 

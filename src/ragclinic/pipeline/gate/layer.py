@@ -9,14 +9,13 @@ from dataclasses import replace
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.gate import WEAK, decide
 from ragclinic.pipeline.gate.reread import second_reading
-from ragclinic.pipeline.reason import stage
 from ragclinic.trace.views import GateOutput
 from ragclinic.types import AskState
 
 
 def gate(ctx: RunContext, state: AskState) -> tuple[AskState, GateOutput]:
     decision, scored = decide(state.request.question, state.passages, ctx.settings, ctx.judge, ctx.lm)
-    r = stage.after_gate(ctx, state, decision, scored)
+    r = ctx.stage.after_gate(ctx, state, decision, scored)
     if ctx.settings.gate_reread:  # a refusal on weak evidence, not turned into a graph or tools answer: read again
         r = replace(r, decision=second_reading(state.request.question, r.decision, r.passages, ctx.lm, WEAK))
     out = GateOutput(r.decision, r.passages, {p.n: round(p.support, 4) for p in r.passages},

@@ -33,7 +33,7 @@ def wanted(ctx) -> bool:
     started at retrieve — a re-run from the gate or generate carries a context changed on purpose (the debugger's
     gold passage, a doctor's treatment) that a new search would undo."""
     return (ctx.settings.active_retrieval > 0 and getattr(ctx.generator, "name", "") == "llm" and ctx.lm is not None
-            and ctx.retriever is not None)
+            and ctx.retriever is not None and ctx.search is not None)
 
 
 def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[AskState, dict | None]:
@@ -74,14 +74,10 @@ def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[A
 
 
 def _search(ctx, state: AskState, queries: tuple[str, ...]) -> AskState:
-    """The retrieve, scope and gate layers again, for ``queries`` instead of the question."""
-    from ragclinic.pipeline.gate.layer import gate  # on use: the layers run before this one (no import cycle)
-    from ragclinic.pipeline.retrieve.layer import retrieve  # on use: as above
-    from ragclinic.pipeline.scope.layer import scope  # on use: as above
-
+    """The retrieve, scope and gate layers again, for ``queries`` instead of the question (the runner's second
+    search, ``RunContext.search``: generate never imports the layers before it)."""
     st = replace(state, request=replace(state.request, search_queries=queries, sub_questions=()))
-    for layer in (retrieve, scope, gate):
-        st, _ = layer(ctx, st)
+    st = ctx.search(ctx, st)
     return replace(st, request=state.request)
 
 

@@ -11,7 +11,7 @@ from ragclinic.pipeline.generate.select import select_context
 from ragclinic.pipeline.generate.base import Item
 from ragclinic.pipeline.generate.structured import Reply, schema_kind
 from ragclinic.pipeline.generate.structured import render as render_reply
-from ragclinic.pipeline.reason.graph import point_excerpt
+from ragclinic.pipeline.generate.points import point_excerpt
 from ragclinic.types import AskState
 from ragclinic.text.lang import language_of
 from ragclinic.models.judge import relevance_threshold

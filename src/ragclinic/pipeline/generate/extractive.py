@@ -15,7 +15,7 @@ from ragclinic.pipeline.generate.base import GENERATORS, Draft, GenerateInput, n
 from ragclinic.text.lang import language_of
 from ragclinic.text.sentences import split_sentences
 from ragclinic.text.support import content_terms
-from ragclinic.pipeline.reason.graph import point_excerpt
+from ragclinic.pipeline.generate.points import point_excerpt
 
 
 @GENERATORS.register("extractive")

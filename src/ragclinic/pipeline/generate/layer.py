@@ -20,7 +20,6 @@ from ragclinic.pipeline.generate.structured import completion
 from ragclinic.pipeline.generate.answer_kind import mistyped
 from ragclinic.pipeline.generate.retry import (constraint_retry, none_backed, retry_declined, retry_unsupported,
                                                type_retry)
-from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.trace.views import GenerateOutput
 from ragclinic.types import Answer, AskState
@@ -36,9 +35,9 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     flags: list[str] = list(ctx.flags)
     drafts: list[Draft] = []
     passages = state.passages
-    tooled = stage.tools(ctx, state, flags)
+    tooled = ctx.stage.tools(ctx, state, flags)
     if tooled is not None and tooled.text:
-        return stage.tools_answer(ctx, state, tooled, flags)
+        return ctx.stage.tools_answer(ctx, state, tooled, flags)
     looked, gate_state = None, state
     if d.route == "answer" and wanted(ctx):  # the answer is held back until its confidence is read (active.py)
         state, text, generator, looked = _actively(ctx, state, flags, drafts)
@@ -57,7 +56,7 @@ def generate(ctx: RunContext, state: AskState) -> tuple[AskState, GenerateOutput
     citations = tuple(citation_of(by_n[n]) for n in cited if n in by_n)
     found, notes = None, _notes(q, passages, claims, by_n, flags) if route == "answer" else []
     if route == "answer":
-        text, found, citations, chain_notes = stage.chain(ctx, state, text, citations)
+        text, found, citations, chain_notes = ctx.stage.chain(ctx, state, text, citations)
         notes += chain_notes
     stream.close(text, drafts)
     answer = Answer(text, route, d.question_type, route == "refuse", citations, tuple(claims),
@@ -122,7 +121,7 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
     if route == "answer" and d.question_type == "how-to" and drafts and drafts[-1].items is not None:
         text, claims = _on_question(ctx, state, text, claims, flags)
     if route == "answer":
-        text, claims = stage.revise(ctx, state, text, claims, generator, flags)
+        text, claims = ctx.stage.revise(ctx, state, text, claims, generator, flags)
     return route, claims, text, generator, unbacked
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ragclinic.graph.communities import community_title, statement
 from ragclinic.graph.extract import chinese_entities, english_entities, normalise
+from ragclinic.pipeline.generate.points import point_excerpt  # noqa: F401  (the global step reads it here)
 from ragclinic.pipeline.reason.graph_scope import Sight
 from ragclinic.store import graph as store
 from ragclinic.text.lang import language_of
@@ -327,16 +328,6 @@ def _sentence_indexes(text: str, language: str, points: Sequence[str]) -> list[i
     spans = split_sentences(text, language="zh" if language == "zh" else None)
     flat = [" ".join(text[a:b].split()) for a, b in spans]
     return sorted({flat.index(p) for p in points if p in flat})
-
-
-def point_excerpt(p: Passage) -> str | None:
-    """What the generator is shown of a community passage: its points' sentences (None: not one)."""
-    marks = [m for m in p.marks if m.startswith("points=")]
-    if not marks or not marks[0][7:]:
-        return None
-    idx = [int(i) for i in marks[0][7:].split(",")]
-    spans = split_sentences(p.chunk.text, language="zh" if p.chunk.language == "zh" else None)
-    return " … ".join(" ".join(p.chunk.text[a:b].split()) for i, (a, b) in enumerate(spans) if i in idx)
 
 
 def renumber(passages: Sequence[Passage], start: int = 1) -> list[Passage]:

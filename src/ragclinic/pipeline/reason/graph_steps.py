@@ -9,7 +9,7 @@ from typing import Any
 
 from ragclinic.pipeline.generate import check_claims
 from ragclinic.pipeline.reason import graph as graph_path
-from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.retrieve.filters import resolve
 from ragclinic.types import AskState
 from ragclinic.types import Hit, Passage
 from ragclinic.graph.sync import enabled

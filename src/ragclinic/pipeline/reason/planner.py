@@ -22,7 +22,7 @@ from ragclinic.tools.sql import run_sql
 from ragclinic.pipeline.scope.instructions import sanitize
 from ragclinic.verify.instructions import detector_for
 from ragclinic.pipeline.retrieve import create_retriever
-from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.retrieve.filters import resolve
 
 PLAN_TOKENS = 200
 ANSWER_TOKENS = 120

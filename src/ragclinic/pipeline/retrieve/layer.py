@@ -11,7 +11,7 @@ from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.retrieve.base import RETRIEVERS
 from ragclinic.pipeline.retrieve.crosslingual import queries_for
 from ragclinic.pipeline.retrieve.rerank import rerank
-from ragclinic.pipeline.scope.filters import resolve
+from ragclinic.pipeline.retrieve.filters import resolve
 from ragclinic.trace.views import RetrieveOutput
 from ragclinic.types import AskState, Exclusion, Hit
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ragclinic.pipeline.context import RunContext
-from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.scope.conflicts import find_conflicts
 from ragclinic.pipeline.scope.instructions import removal_exclusion, sanitize
 from ragclinic.pipeline.scope.policies import apply_authority
@@ -19,10 +18,10 @@ from ragclinic.verify.instructions import detector_for
 def scope(ctx: RunContext, state: AskState) -> tuple[AskState, ScopeOutput]:
     s, req = ctx.settings, state.request
     docs = ctx.kb.db.doc_infos([h.chunk.doc_id for h in state.hits])
-    ranked_hits, causal_out = stage.rank(ctx, state, docs)
+    ranked_hits, causal_out = ctx.stage.rank(ctx, state, docs)
     hits, moved = apply_authority(ranked_hits, docs, s.authority_tag, s.authority_levels, s.authority_boost)
     passages, excluded = _passages(ctx, state, hits, docs)
-    graph_out = stage.expand(ctx, state, passages)
+    graph_out = ctx.stage.expand(ctx, state, passages)
     conflicts = find_conflicts(req.question, passages, s.conflict_top_n, judge=ctx.judge)
     marked = {c.chunk_a for c in conflicts} | {c.chunk_b for c in conflicts}
     passages = [replace(p, marks=p.marks + ("conflict",)) if p.chunk.id in marked else p for p in passages]

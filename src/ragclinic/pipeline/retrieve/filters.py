@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ragclinic.pipeline.scope.policies import superseded
+from ragclinic.pipeline.retrieve.versions import superseded
 from ragclinic.store.db import Database
 from ragclinic.types import Scope
 
