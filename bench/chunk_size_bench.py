@@ -28,8 +28,8 @@ from ir_measures import ScoredDoc, nDCG  # noqa: E402
 from ragclinic.config import Settings  # noqa: E402
 from ragclinic.ingest.discover import read_source  # noqa: E402
 from ragclinic.models.e5 import E5Embedder  # noqa: E402
-from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # noqa: E402
-from ragclinic.pipeline.parse import parse_source  # noqa: E402
+from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker  # noqa: E402
+from ragclinic.ingest.parse import parse_source  # noqa: E402
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache  # noqa: E402
 from ragclinic.store.exact import ExactIndex  # noqa: E402
 from ragclinic.store.lexical import TantivyIndex  # noqa: E402

@@ -1,4 +1,4 @@
-"""Issue 19's fuzzing figures: mutation fuzzing of every parser from a real seed file (pipeline/parse/fuzz.py),
+"""Issue 19's fuzzing figures: mutation fuzzing of every parser from a real seed file (ingest/parse/fuzz.py),
 for a fixed time per format; executions, distinct crashes (by exception type and first line) and the slowest
 input. Crashing inputs are written to OUT/crashers/ to become regression fixtures (tests/fuzz/crashers/).
 
@@ -19,7 +19,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def main() -> None:
-    from ragclinic.pipeline.parse.fuzz import check, mutate, seeds
+    from ragclinic.ingest.parse.fuzz import check, mutate, seeds
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)

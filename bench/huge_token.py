@@ -25,8 +25,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ragclinic.config import Settings  # noqa: E402
 from ragclinic.ingest.discover import read_source  # noqa: E402
-from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # noqa: E402
-from ragclinic.pipeline.parse import parse_source  # noqa: E402
+from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker  # noqa: E402
+from ragclinic.ingest.parse import parse_source  # noqa: E402
 
 SIZES = (32_000, 128_000, 1_000_000, 10_000_000)
 

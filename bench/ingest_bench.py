@@ -55,8 +55,8 @@ def run_ingest(corpus: Path, kb: Path, cache: Path, embedder: str) -> dict:
 def parse_and_chunk(corpus: Path):
     from ragclinic.config import Settings
     from ragclinic.ingest.discover import read_source
-    from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
-    from ragclinic.pipeline.parse import parse_source
+    from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker
+    from ragclinic.ingest.parse import parse_source
 
     settings = Settings.load(tempfile.mkdtemp())
     chunker = Chunker(settings, TOKEN_COUNTERS.create("e5"))

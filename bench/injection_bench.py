@@ -58,7 +58,7 @@ def false_alarms() -> dict:
 def naive_text(path: Path) -> str:
     from ragclinic.config import Settings
     from ragclinic.ingest.discover import read_source
-    from ragclinic.pipeline.parse import parse_source
+    from ragclinic.ingest.parse import parse_source
 
     settings = Settings(keep_hidden_text=True)
     return "\n\n".join(p.document.text for p in parse_source(read_source(path, 10**8), settings)

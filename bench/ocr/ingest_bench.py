@@ -28,7 +28,7 @@ from cer import edit_distance, fold  # noqa: E402
 from texts import PAGES  # noqa: E402
 
 from ragclinic.config import Settings  # noqa: E402
-from ragclinic.pipeline.parse import parse_source  # noqa: E402
+from ragclinic.ingest.parse import parse_source  # noqa: E402
 from ragclinic.types import SourceFile  # noqa: E402
 
 

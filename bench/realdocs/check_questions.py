@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ragclinic.config import Settings
 from ragclinic.eval.tasks.gold import holds_gold
-from ragclinic.pipeline.parse import parse_source
+from ragclinic.ingest.parse import parse_source
 from ragclinic.types import Parsed, SourceFile
 
 OUT = Path(__file__).resolve().parents[1] / "out" / "realdocs"

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragclinic.config import Settings
-from ragclinic.pipeline.parse.fuzz import check, mutate, seeds
+from ragclinic.ingest.parse.fuzz import check, mutate, seeds
 
 SEEDS = seeds()
 # Crashers the fuzzing found, kept as regression fixtures (suffix, bytes, what broke before the fix).

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import tempfile
 
-from ragclinic.pipeline.parse.ocr_scratch import SCRATCH_PREFIX, drop_scratch, own_scratch
+from ragclinic.ingest.parse.ocr_scratch import SCRATCH_PREFIX, drop_scratch, own_scratch
 
 
 def test_a_dead_workers_files_are_cleared_and_a_live_ones_kept(tmp_path, monkeypatch):

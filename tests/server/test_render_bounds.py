@@ -44,7 +44,7 @@ def huge_page_pdf(side_pt: int = 30000) -> bytes:
 # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over exec from the forking parent (pytest's own peak)
 PEAK = """
 import re, sys
-from ragclinic.pipeline.parse.page_image import page_png
+from ragclinic.ingest.parse.page_image import page_png
 png = page_png(sys.argv[1], 1)
 hwm = re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
 print(len(png) if png else 0, int(hwm) // 1024)
@@ -59,13 +59,13 @@ def test_a_huge_pdf_page_is_drawn_in_bounded_memory(tmp_path):
                                             check=True, timeout=120).stdout.split())
     assert size > 0
     assert peak_mb < 300, f"drawing the page took the process to {peak_mb} MB"  # the bug: ~1.4 GB
-    from ragclinic.pipeline.parse.page_image import MAX_SIDE, page_png
+    from ragclinic.ingest.parse.page_image import MAX_SIDE, page_png
 
     assert max(Image.open(io.BytesIO(page_png(pdf, 1))).size) <= MAX_SIDE
 
 
 def test_a_picture_too_large_to_decode_is_refused_before_it_is_decoded(tmp_path):
-    from ragclinic.pipeline.parse.page_image import PageTooLarge, page_png
+    from ragclinic.ingest.parse.page_image import PageTooLarge, page_png
 
     bomb = tmp_path / "bomb.png"
     Image.new("1", (20000, 20000), 1).save(bomb)  # 400 M pixels in a few kB

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pysbd
 import pytest
 
-from ragclinic.pipeline.chunk.tokens import FakeTokenCounter
+from ragclinic.ingest.chunk.tokens import FakeTokenCounter
 from ragclinic.text.sentences import _SEGMENTER, split_clauses, split_sentences
 
 

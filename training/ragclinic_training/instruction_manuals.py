@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from ragclinic.config import Settings
-from ragclinic.pipeline.parse import parse_source
+from ragclinic.ingest.parse import parse_source
 from ragclinic.text.sentences import paragraphs, split_sentences
 from ragclinic.types import Parsed, SourceFile
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragclinic.debugger.base import Fix, locate_any
-from ragclinic.pipeline.parse.html import boilerplate_blocks, keeps_boilerplate
+from ragclinic.ingest.parse.html import boilerplate_blocks, keeps_boilerplate
 
 HTML = (".html", ".htm")
 OCR_DPIS = (300, 400)  # Tesseract reads best at 300 dpi and more; 400 is the most pdf_ocr renders a scan at

@@ -11,8 +11,8 @@ import zipfile
 from pathlib import Path
 
 from ragclinic.errors import RagclinicError
-from ragclinic.pipeline.parse.docx import _raw_text
-from ragclinic.pipeline.parse.encoding import decode_bytes
+from ragclinic.ingest.parse.docx import raw_text
+from ragclinic.ingest.parse.encoding import decode_bytes
 
 
 def raw_text(path: str, record_key: str = "", settings=None) -> str:
@@ -30,7 +30,7 @@ def raw_text(path: str, record_key: str = "", settings=None) -> str:
 
         return extract_text(io.BytesIO(data))
     if suffix == ".docx":
-        return _raw_text(zipfile.ZipFile(io.BytesIO(data)))
+        return raw_text(zipfile.ZipFile(io.BytesIO(data)))
     text = decode_bytes(data).text
     if suffix in (".html", ".htm", ".xhtml"):
         return _html_text(text)

@@ -12,7 +12,7 @@ from typing import Any
 from ragclinic.debugger.base import Fix, Case, LayerReport, around, fault, not_reached, ok
 from ragclinic.debugger.parse_fixes import ParseEvidence, boilerplate_block, parse_fixes
 from ragclinic.debugger.raw import raw_text
-from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, stored_pages
+from ragclinic.ingest.parse.ocr import LOW_CONFIDENCE, stored_pages
 from ragclinic.text.answers import locate_any
 from ragclinic.text.support import content_terms
 from ragclinic.types import Chunk, Hit

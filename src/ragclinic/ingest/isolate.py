@@ -96,7 +96,7 @@ class ParseWorker:
             self.proc.kill()
         if self.proc is not None:
             self.proc.wait()
-            from ragclinic.pipeline.parse.ocr_scratch import drop_scratch  # on use: not the parsers at import
+            from ragclinic.ingest.parse.ocr_scratch import drop_scratch  # on use: not the parsers at import
 
             drop_scratch(self.proc.pid)  # the worker's OCR files, now it is gone
         for conn in (self.inbox, self.outbox):

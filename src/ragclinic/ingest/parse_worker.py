@@ -19,10 +19,10 @@ def serve(inbox: Connection, outbox: Connection) -> None:
     from ragclinic.ingest import isolate  # noqa: F401  # on use: after die_with_parent, so a parent dying while the worker imports ends it
     from ragclinic.ingest.runner import failure_of, file_events  # on use: after die_with_parent, so a parent dying while the worker imports ends it
     from ragclinic.native import in_layer  # on use: after die_with_parent, so a parent dying while the worker imports ends it
-    from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker  # on use: after die_with_parent, so a parent dying while the worker imports ends it
+    from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker  # on use: after die_with_parent, so a parent dying while the worker imports ends it
 
-    from ragclinic.pipeline.parse import ocr  # on use: as above
-    from ragclinic.pipeline.parse.ocr_scratch import own_scratch  # on use: as above
+    from ragclinic.ingest.parse import ocr  # on use: as above
+    from ragclinic.ingest.parse.ocr_scratch import own_scratch  # on use: as above
 
     ocr.on_page(lambda: outbox.send(("beat",)))  # each page read by OCR resets the parent's parse_timeout_s
     own_scratch()  # pytesseract's temporary files where a killed worker's are found and removed

@@ -22,8 +22,8 @@ from ragclinic.errors import LayerError, ParseError, RagclinicError
 from ragclinic.ingest import isolate
 from ragclinic.ingest.discover import discover, read_sidecar, read_source, relative_reasons
 from ragclinic.ingest.result import IngestAborted, IngestResult, Progress
-from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
-from ragclinic.pipeline.parse import parse_source, parser_for
+from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker
+from ragclinic.ingest.parse import parse_source, parser_for
 from ragclinic.text.analyzer import jieba_handle
 from ragclinic.text.headers import index_text
 from ragclinic.store.embed_cache import EmbeddingCache, embed_with_cache

@@ -27,7 +27,7 @@ import numpy as np
 from ragclinic import wiring
 from ragclinic.ingest.runner import END, Producer, failure_of, file_events, ingest
 from ragclinic.native import in_layer
-from ragclinic.pipeline.chunk import TOKEN_COUNTERS, Chunker
+from ragclinic.ingest.chunk import TOKEN_COUNTERS, Chunker
 from ragclinic.scale.runtime import cluster_cpus, connected, require_ray, worker_env
 
 RETRIES = 3  # restarts of a dead worker, and retries of the call it was running

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from ragclinic.pipeline.parse.page_image import PageTooLarge, page_png
+from ragclinic.ingest.parse.page_image import PageTooLarge, page_png
 from ragclinic.server.deps import state
 from ragclinic.server.errors import ApiError
 from ragclinic.server.ui import who

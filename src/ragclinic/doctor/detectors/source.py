@@ -6,7 +6,7 @@ lasting fix is a better scan (300 dpi) or a copy with a text layer, which the ev
 from __future__ import annotations
 
 from ragclinic.doctor.symptoms import DETECTORS, Exam
-from ragclinic.pipeline.parse.ocr import LOW_CONFIDENCE, stored_pages
+from ragclinic.ingest.parse.ocr import LOW_CONFIDENCE, stored_pages
 from ragclinic.types import Symptom
 
 

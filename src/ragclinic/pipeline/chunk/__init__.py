@@ -1,6 +1,0 @@
-"""Chunk layer: parsed documents to sentence-aligned, token-bounded chunks with a quality report."""
-
-from ragclinic.pipeline.chunk.chunker import Chunker, chunk_document
-from ragclinic.pipeline.chunk.tokens import TOKEN_COUNTERS, TokenCounter
-
-__all__ = ["Chunker", "chunk_document", "TokenCounter", "TOKEN_COUNTERS"]
