@@ -134,6 +134,22 @@ def test_no_cycle_between_modules():
                       "move what both need into a module both can import"
 
 
+PIPELINE_FACES = {"ragclinic.pipeline", *(f"ragclinic.pipeline.{m}" for m in (
+    "runner", "request", "context", "cache", "retrieve", "scope", "gate", "generate", "reason"))}
+
+
+def test_code_outside_the_pipeline_uses_only_its_public_faces():
+    """Issue 54: outside pipeline/, code imports the runner, the request, the context, the answer cache and each
+    layer's package (its ``__init__`` names what others may use), never a layer's inner modules."""
+    grimp = pytest.importorskip("grimp")
+    graph = grimp.build_graph("ragclinic", cache_dir=None)
+    inner = sorted(f"{m} → {o}" for m in graph.modules if not m.startswith("ragclinic.pipeline")
+                   for o in graph.find_modules_directly_imported_by(m)
+                   if o.startswith("ragclinic.pipeline.") and o not in PIPELINE_FACES)
+    assert not inner, "pipeline-internal modules imported from outside pipeline/ (export the name from the " \
+                      "layer's __init__ and import it from there):\n" + "\n".join(inner)
+
+
 def test_no_module_over_400_lines():
     sizes = {rel(p): len(parsed(p)[1]) for p in modules()}
     over = sorted(((n, f) for f, n in sizes.items() if n > MAX_LINES), reverse=True)

@@ -193,7 +193,7 @@ def chat_cmd(
     """Ask questions interactively (empty line or Ctrl-D to stop). A short follow-up ("and in 2023?") is
     asked together with the previous question so it has something to refer to."""
     from ragclinic.clinic import Question  # on use: the clinic (the pipeline, numpy) after --help
-    from ragclinic.pipeline.reason.ambiguity import refers_back  # on use: the pipeline after --help
+    from ragclinic.pipeline.reason import refers_back  # on use: the pipeline after --help
 
     pairs = parse_pairs(scope, "--scope")
 

@@ -199,7 +199,7 @@ def _judge(settings):
     """The judge the settings name (the learned verifier by default; ``llm`` loads the language model), or
     None when it is word overlap only."""
     from ragclinic import wiring  # on use: the store and the models
-    from ragclinic.pipeline.gate.evidence import is_model_judge  # on use: the pipeline
+    from ragclinic.pipeline.gate import is_model_judge  # on use: the pipeline
 
     lm = wiring.language_model(settings, _warn)[0] if settings.llm != "none" and settings.judge == "llm" else None
     judge = wiring.judge(settings, lm)

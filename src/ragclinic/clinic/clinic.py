@@ -26,7 +26,7 @@ from ragclinic import wiring
 from ragclinic.clinic.clarify import Clarifications
 from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import TRACE_LEGACY_VALUES, Settings
-from ragclinic.pipeline.generate.prompt import YES_NO_WORDING
+from ragclinic.pipeline.generate import YES_NO_WORDING
 from ragclinic.debugger import Debugger, Expectation
 from ragclinic.doctor import Doctor
 from ragclinic.errors import OutsideScope, RagclinicError

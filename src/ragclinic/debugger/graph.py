@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ragclinic.debugger.base import Case, Fix, LayerReport, fault, ok
 from ragclinic.graph.extract import normalise
-from ragclinic.pipeline.reason.graph import question_entities
+from ragclinic.pipeline.reason import question_entities
 from ragclinic.graph.sync import enabled
 from ragclinic.text.answers import locate, locate_any
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ragclinic.debugger.base import Case, Fix, LayerReport, fault, not_reached, ok
 from ragclinic.types import AskState
-from ragclinic.pipeline.retrieve.filters import resolve
+from ragclinic.pipeline.retrieve import resolve_scope as resolve
 from ragclinic.types import Scope
 from ragclinic.text.support import content_terms
 

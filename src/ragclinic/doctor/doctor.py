@@ -19,15 +19,15 @@ from ragclinic.doctor.budget import Budget, BudgetExceeded, LimitedModel
 from ragclinic.doctor.router import plan
 from ragclinic.doctor.symptoms import DETECTORS, TIERS, Exam
 from ragclinic.doctor.verify import dropped_evidence, judge_better, present, verified_confidence
-from ragclinic.pipeline.gate.evidence import is_model_judge
-from ragclinic.pipeline.gate.evidence import threshold as evidence_threshold
+from ragclinic.pipeline.gate import is_model_judge
+from ragclinic.pipeline.gate import evidence_threshold
 from ragclinic.errors import ModelCrashed
 from ragclinic.models.judge import Judge
-from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.gate import render
 from ragclinic.text.lang import language_of
 from ragclinic.pipeline.request import Hooks, as_request
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.pipeline.scope.instructions import removal_places
+from ragclinic.pipeline.scope import removal_places
 from ragclinic.trace.model import Trace
 from ragclinic.trace.store import save_trace
 from ragclinic.types import Answer, AskRequest, AskState, Repair, Snapshot, Symptom

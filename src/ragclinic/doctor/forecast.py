@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ragclinic.errors import ModelError
-from ragclinic.pipeline.gate.qtype import classify_rules
+from ragclinic.pipeline.gate import classify_rules
 from ragclinic.text.support import coverage
 from ragclinic.types import AskState
 from ragclinic.verify.head import Head

@@ -10,7 +10,7 @@ import hashlib
 import numpy as np
 
 from ragclinic.doctor.forecast import FEATURES, KINDS, features
-from ragclinic.pipeline.generate.citations import CITE
+from ragclinic.pipeline.generate import CITE
 from ragclinic.trace.store import list_traces, load_trace
 from ragclinic.verify.head import Head
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragclinic.pipeline.retrieve.filters import resolve
+from ragclinic.pipeline.retrieve import resolve_scope as resolve
 from ragclinic.types import Scope
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol
 
 from ragclinic.models.judge import Judge
-from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.pipeline.gate import is_model_judge
 from ragclinic.types import AskState, Symptom
 from ragclinic.registry import Registry
 from ragclinic.trace.model import Trace

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ragclinic.doctor.symptoms import clamp
 from ragclinic.types import Symptom
-from ragclinic.pipeline.generate.citations import CITE
+from ragclinic.pipeline.generate import CITE
 from ragclinic.text.support import content_terms, numbers
 from ragclinic.types import Answer, Passage
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ragclinic.pipeline.generate.structured import parse_reply
+from ragclinic.pipeline.generate import parse_reply
 
 PEER = "naive"
 SHOWN = 3  # passages' gate scores kept per case (the highest)

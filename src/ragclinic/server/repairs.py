@@ -22,7 +22,7 @@ from typing import Any
 
 from ragclinic.clinic import Question
 from ragclinic.errors import RagclinicError
-from ragclinic.pipeline.generate.citations import CITE
+from ragclinic.pipeline.generate import CITE
 from ragclinic.text.sentences import split_sentences
 from ragclinic.server.pool import BACKGROUND, CANCELLED
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragclinic.models.judge import Judge
-from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.pipeline.gate import is_model_judge
 from ragclinic.text.support import content_terms, numbers, stated_numbers
 from ragclinic.verify.base import judge_text  # noqa: F401  (re-exported: the detection task uses it)
 

@@ -12,7 +12,7 @@ import numpy as np
 from ragclinic.doctor.detectors.faithfulness import claim_risk, negated
 from ragclinic.doctor.symptoms import DETECTORS, Exam, clamp
 from ragclinic.types import Symptom
-from ragclinic.pipeline.generate.citations import CITE
+from ragclinic.pipeline.generate import CITE
 from ragclinic.text.support import content_terms, lexical_support, numbers
 
 

@@ -11,9 +11,9 @@ from ragclinic.text.analyzer import analyze
 from ragclinic.text.lang import detect_language
 from ragclinic.text.support import content_terms
 
-from ragclinic.pipeline.reason.ambiguity import PRONOUN_EN as _PRONOUN_EN
-from ragclinic.pipeline.reason.ambiguity import PRONOUN_ZH as _PRONOUN_ZH
-from ragclinic.pipeline.reason.ambiguity import assess
+from ragclinic.pipeline.reason import PRONOUN_EN as _PRONOUN_EN
+from ragclinic.pipeline.reason import PRONOUN_ZH as _PRONOUN_ZH
+from ragclinic.pipeline.reason import assess_ambiguity as assess
 _SPLIT_EN = re.compile(r"\?\s+|;\s+|,?\s+and\s+(?=(what|how|why|when|where|who|which|whom|whose)\b)", re.I)
 _SPLIT_ZH = re.compile(r"[？?；;]\s*|，?(以及|另外)(?=[\u4e00-\u9fff]{0,6}(什么|哪|谁|多少|怎么|为什么|如何|何时|几))")
 # A part counts as a question of its own only if it asks something (measured on RGB, HaluEval, CMRC2018 and

@@ -10,7 +10,8 @@ import re
 
 from ragclinic.doctor.symptoms import DETECTORS, Exam, clamp
 from ragclinic.types import Symptom
-from ragclinic.pipeline.gate.evidence import comparison_sides, decisive, threshold
+from ragclinic.pipeline.gate import comparison_sides, decisive
+from ragclinic.pipeline.gate import evidence_threshold as threshold
 from ragclinic.text.support import content_terms, coverage, numbers
 
 _ZH_ASKING = re.compile(r"多|几|哪|什么|怎|一次|如何|是否")  # 多久, 几次, 哪年 ... ask, they are not aspects

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ragclinic.doctor.symptoms import DETECTORS, Exam
 from ragclinic.types import Symptom
-from ragclinic.pipeline.scope.instructions import RULES as REMOVAL_RULES
+from ragclinic.pipeline.scope import INSTRUCTION_RULES as REMOVAL_RULES
 from ragclinic.text.injection import find_instructions
 from ragclinic.verify.instructions import detector_for
 

@@ -10,11 +10,11 @@ from ragclinic.doctor.detectors.faithfulness import rule_risk
 from ragclinic.doctor.symptoms import Exam
 from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change
-from ragclinic.pipeline.gate.templates import render
+from ragclinic.pipeline.gate import render
 from ragclinic.text.lang import language_of
-from ragclinic.pipeline.generate.base import GenerateInput
-from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
-from ragclinic.pipeline.scope.policies import authority_level, version_key
+from ragclinic.pipeline.generate import GenerateInput
+from ragclinic.pipeline.generate import ExtractiveGenerator
+from ragclinic.pipeline.scope import authority_level, version_key
 from ragclinic.text.support import lexical_support
 from ragclinic.types import DocInfo, Passage
 

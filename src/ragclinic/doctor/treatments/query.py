@@ -13,7 +13,7 @@ from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
 from ragclinic.text.lang import language_of
 from ragclinic.text.analyzer import analyze
 from ragclinic.text.support import content_terms
-from ragclinic.pipeline.reason.ambiguity import clarifying_question as ask_back
+from ragclinic.pipeline.reason import clarifying_question as ask_back
 
 
 def key_terms(exam: Exam, texts: list[str], n: int) -> list[str]:

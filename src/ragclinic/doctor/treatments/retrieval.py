@@ -6,7 +6,7 @@ from __future__ import annotations
 from ragclinic.doctor.symptoms import Exam
 from ragclinic.types import Symptom
 from ragclinic.doctor.treatments.base import TREATMENTS, Change, with_request
-from ragclinic.pipeline.gate.evidence import is_model_judge
+from ragclinic.pipeline.gate import is_model_judge
 
 
 @TREATMENTS.register("widen")

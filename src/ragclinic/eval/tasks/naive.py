@@ -19,8 +19,10 @@ from ragclinic.eval.answer_form import form_violations
 from ragclinic.eval.tasks.gold import naive_gold
 from ragclinic.text.answers import answer_correct
 from ragclinic.models.llm import LanguageModel
-from ragclinic.pipeline.gate.reread import INSTRUCTION, REFUSAL, refused  # the peer's wording (pipeline/gate/reread.py)
-from ragclinic.pipeline.gate.reread import peer_messages as naive_messages
+from ragclinic.pipeline.gate import PEER_INSTRUCTION as INSTRUCTION  # the peer's wording (pipeline/gate/reread.py)
+from ragclinic.pipeline.gate import PEER_REFUSAL as REFUSAL
+from ragclinic.pipeline.gate import peer_refused as refused
+from ragclinic.pipeline.gate import peer_messages as naive_messages
 from ragclinic.pipeline.retrieve import create_retriever
 from ragclinic.store.kb import KnowledgeBase
 

@@ -38,7 +38,7 @@ from ragclinic.eval.tasks.naive import naive_arm, retrieved_arm
 from ragclinic.text.answers import answer_correct
 from ragclinic.errors import RagclinicError
 from ragclinic.trace.store import load_trace
-from ragclinic.pipeline.generate.active import CALIBRATED
+from ragclinic.pipeline.generate import ACTIVE_CALIBRATED as CALIBRATED
 
 PASSAGES = 5
 EXAMPLES = 5  # answers shown per arm for the form violations and the constraint contradictions

@@ -19,7 +19,7 @@ from typing import Any
 from ragclinic.eval.datasets import DatasetError, Doc, Loaded, RetrievalSet
 from ragclinic.ingest.runner import ingest
 from ragclinic.pipeline.retrieve import create_retriever
-from ragclinic.pipeline.retrieve.rerank import rerank as judge_rerank
+from ragclinic.pipeline.retrieve import judge_rerank
 
 MEASURES = ("nDCG@10", "R@1", "R@5", "R@10", "R@100", "RR@10")
 RETRIEVERS = ("lexical", "dense", "hybrid")

@@ -59,3 +59,9 @@ _TEXT = {
 
 def render(key: str, question: str, **values: str) -> str:
     return _TEXT[language_of(question)][key].format(**values)
+
+
+def wordings(keys) -> list[str]:
+    """Every language's text of each template in ``keys``, {placeholders} unfilled (eval's answer-form check
+    exempts them)."""
+    return [lang[key] for lang in _TEXT.values() for key in keys]

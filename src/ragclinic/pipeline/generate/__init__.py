@@ -1,11 +1,16 @@
-"""Generate layer: an answer with [n] citations from the passages, checked claim by claim."""
+"""Generate layer: an answer with [n] citations from the passages, checked claim by claim. Its public face
+(issue 54): what code outside the pipeline may use of it."""
 
 from ragclinic.config import Settings
 from ragclinic.models.llm import LanguageModel
+from ragclinic.pipeline.generate.active import CALIBRATED as ACTIVE_CALIBRATED
 from ragclinic.pipeline.generate.base import GENERATORS, Draft, Generator, GenerateInput
-from ragclinic.pipeline.generate.citations import check_claims, violations
+from ragclinic.pipeline.generate.citations import CITE, check_claims, violations
+from ragclinic.pipeline.generate.constraint_check import wordings as constraint_wordings
 from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.generate.llm import LLMGenerator
+from ragclinic.pipeline.generate.prompt import YES_NO_WORDING
+from ragclinic.pipeline.generate.structured import parse_reply
 from ragclinic.verify.probe import probe_for
 
 
@@ -21,4 +26,5 @@ def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
     return LLMGenerator(lm, settings.llm_max_tokens, settings.llm_temperature, probe, settings.active_retrieval)
 
 
-__all__ = ["GENERATORS", "Draft", "GenerateInput", "Generator", "check_claims", "create_generator", "violations"]
+__all__ = ["ACTIVE_CALIBRATED", "CITE", "GENERATORS", "Draft", "ExtractiveGenerator", "GenerateInput", "Generator",
+           "YES_NO_WORDING", "check_claims", "constraint_wordings", "create_generator", "parse_reply", "violations"]

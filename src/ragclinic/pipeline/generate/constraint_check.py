@@ -47,6 +47,11 @@ _WHY = {  # (language, form): "describe" names a thing ("the tenth season"), "gi
 _ZH_STOP = re.compile(r"[\s\d的是在于了和与及被把将从到为也都就而并或有曾已共，。？！、；：,.?!;:()（）《》“”\"]")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _ABSENT = {"en": "The documents do not mention {asked}.", "zh": "文档中没有提到{asked}。"}
+
+
+def wordings() -> list[str]:
+    """The refusals and notes this check writes, every language, {placeholders} unfilled."""
+    return list(_WHY.values()) + list(_ABSENT.values())
 _NAME = re.compile(r"[A-Z][\w'’.-]*(?:\s+(?:(?:of|the|de|la|van|von|da|di|and|&)\s+)?[A-Z][\w'’.-]*)*")
 _NOT_NAME = frozenset("""a an the and of in on at to for from by with what which who whom whose when where why how
 is are was were did does do has have had this that these those it its his her their i""".split())
