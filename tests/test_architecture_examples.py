@@ -2,7 +2,7 @@
 
 Each python block there whose first line is ``# example: NAME — …`` is taken from the page as it is and run for real:
 the retriever answers a question through the Clinic with ``retriever="keyword"``, the treatment (with the page's
-ROUTES entry) is tried by the doctor on a compound question, the route answers through the app ``create_app`` builds.
+routes entry in the layer table) is tried by the doctor on a compound question, the route answers through the app ``create_app`` builds.
 Registries are global, so each example runs in a Python process of its own (this file run as a script): nothing it
 registers reaches another test (tests/pipeline/retrieve/test_retrievers.py lists the built-in retrievers exactly).
 """
@@ -67,7 +67,9 @@ def check_retriever(tmp: Path) -> None:
 def check_treatment(tmp: Path) -> None:
     load_example("treatment")
     assert "search_parts" in TREATMENTS.names()
-    entry = ast.literal_eval("{" + examples()["treatment route"].split("\n", 1)[1] + "}")  # the page's ROUTES line
+    line = examples()["treatment route"].split("\n", 1)[1]  # the page's entry in the layer table's routes
+    call = ast.parse(f"_routes({line.strip().rstrip(',')})", mode="eval").body
+    entry = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     assert entry == {"compound": ROUTES["compound"] + ("search_parts",)}, entry
     ROUTES.update(entry)
     kb = build_kb(tmp, BOND_DOCS)

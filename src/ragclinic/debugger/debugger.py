@@ -8,22 +8,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragclinic.debugger.answer import probe_gate, probe_generate
 from ragclinic.debugger.apply import OTHERS, Applied
 from ragclinic.debugger.apply import apply as apply_fix
 from ragclinic.debugger.base import LAYERS, Case, Expectation, Fix, LayerReport, not_reached
 from ragclinic.debugger.graph import probe_graph
-from ragclinic.debugger.search import probe_retrieve, probe_scope
-from ragclinic.debugger.source import probe_chunk, probe_parse
 from ragclinic.errors import RagclinicError
+from ragclinic.trace.layers import SPECS, resolve
 from ragclinic.trace.store import load_trace
 from ragclinic.debugger.source import gold_documents
 
-PROBES: dict[str, Callable[[Case], LayerReport]] = {
-    "parse": probe_parse, "chunk": probe_chunk, "retrieve": probe_retrieve,
-    "scope": probe_scope, "gate": probe_gate, "generate": probe_generate,
-}
-assert tuple(PROBES) == LAYERS
+PROBES: dict[str, Callable[[Case], LayerReport]] = {s.name: resolve(s.probe) for s in SPECS}  # trace/layers.py
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The router: present symptoms → an ordered plan of changes.
 
-Symptoms are taken upstream first (safety, then the query, retrieval, context, evidence, generation):
+Symptoms are taken upstream first (safety, then the query, retrieval, context, evidence, generation; ``ORDER``):
 a repair upstream re-runs everything below it, so it is tried before patching the answer it produced.
 Each symptom lists its treatments best-first; a treatment already tried on this query is not repeated.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ragclinic.doctor.symptoms import Exam
+from ragclinic.trace.layers import ROUTES as LAYER_ROUTES
 from ragclinic.types import Symptom
 from ragclinic.doctor.treatments import TREATMENTS, Change
 
@@ -18,26 +19,7 @@ ORDER = ("injected_instruction", "ocr_low_confidence", "ambiguous", "compound", 
          "homogeneous_context", "noisy_context", "global_no_community", "conflicting_evidence", "false_premise", "contradicted_claim",
          "unsupported_claim", "self_contradiction", "citation_error", "ignored_context", "off_topic")
 
-ROUTES: dict[str, tuple[str, ...]] = {
-    "injected_instruction": ("quarantine",),
-    "ocr_low_confidence": ("widen",),  # another, cleaner source of the same fact; the lasting fix is a better scan
-    "ambiguous": ("clarify", "readings"),
-    "compound": ("decompose",),
-    "term_mismatch": ("expand_terms",),
-    "low_relevance": ("prf_rewrite", "switch_retriever", "widen", "rerank"),
-    "missing_aspect": ("aspect_search",),
-    "homogeneous_context": ("diversify",),
-    "noisy_context": ("filter_context",),
-    "global_no_community": ("use_communities",),
-    "conflicting_evidence": ("state_conflict",),
-    "false_premise": ("vote",),  # the prompt already carries the premise warning; a variant may heed it
-    "contradicted_claim": ("refine",),
-    "unsupported_claim": ("refine", "vote"),
-    "self_contradiction": ("refine",),
-    "citation_error": ("refine",),
-    "ignored_context": ("refine", "vote"),
-    "off_topic": ("vote", "prf_rewrite"),
-}
+ROUTES = LAYER_ROUTES  # symptom → treatments, best first: each layer's entry in the layer table (trace/layers.py)
 
 
 def plan(symptoms: Iterable[Symptom], exam: Exam, tried: set[str] = frozenset()) -> list[tuple[Symptom, Change]]:

@@ -4,8 +4,9 @@
 from a recorded trace (optionally changed): the doctor's treatments, the debugger's counterfactuals and
 deterministic replay (model outputs frozen from the trace) all go through it.
 
-The layer table — each layer a function ``(RunContext, AskState) → (AskState, its typed output)`` in its folder,
-and the reasoning stage's hooks (pipeline/reason/stage.py) at the points where each calls them:
+The layer table (trace/layers.py, the one place a layer is defined: its function, span types, probe, span kind and
+the doctor's routes) — each layer a function ``(RunContext, AskState) → (AskState, its typed output)`` in its folder,
+and the reasoning stage's hooks (pipeline/reason/stage.py, ``RunContext.stage``) at the points where each calls them:
 
     retrieve   pipeline/retrieve/layer.py   scope pre-filter, search, rerank
     scope      pipeline/scope/layer.py      reason: rank (causal chains) · passages · reason: expand (graph)
@@ -28,27 +29,24 @@ from ragclinic.models.judge import Judge, LexicalJudge
 from ragclinic.models.llm import LanguageModel, TokenCallback
 from ragclinic.native import in_layer
 from ragclinic.pipeline.context import RunContext
-from ragclinic.pipeline.gate.layer import gate
 from ragclinic.pipeline.generate import Generator, create_generator
-from ragclinic.pipeline.generate.layer import generate
 from ragclinic.pipeline.reason import stage
 from ragclinic.pipeline.request import Hooks, SpanCallback, as_request
 from ragclinic.pipeline.retrieve import RETRIEVERS, Retriever
-from ragclinic.pipeline.retrieve.layer import retrieve
-from ragclinic.pipeline.scope.layer import scope
 from ragclinic.store.kb import KnowledgeBase
 from ragclinic.trace import codec
 from ragclinic.trace.model import QUERY_LAYERS, ModelCall, Span, Trace, active_span, change_span, new_trace_id, start_of
 from ragclinic.trace.owner import outside
 from ragclinic.trace.recorder import RecordingModel, Tape
 from ragclinic.trace.store import save_trace
-from ragclinic.trace.views import LayerOutput, input_for
+from ragclinic.trace.layers import SPECS, input_for, resolve
+from ragclinic.trace.views import LayerOutput
 from ragclinic.types import AskRequest, AskState, Scope
 from ragclinic.verify import cheap, create_judge
 
 _SECRET_SETTINGS = {"openai_api_key"}
 LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]] = {
-    "retrieve": retrieve, "scope": scope, "gate": gate, "generate": generate}  # the layer table (above)
+    s.name: resolve(s.function) for s in SPECS if s.query}  # the layer table (trace/layers.py)
 
 
 def search_again(ctx: RunContext, state: AskState) -> AskState:

@@ -12,6 +12,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client import CONTENT_TYPE_LATEST  # noqa: F401  (re-exported for the route)
 
+from ragclinic.trace.layers import QUERY_LAYERS
+
 log = logging.getLogger("ragclinic.server.metrics")
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160)
 
@@ -42,7 +44,7 @@ class Metrics:
             outcome = {"refuse": "refused", "clarify": "clarified"}.get(payload.get("route", ""), "answered")
         self.answers.labels(outcome).inc()
         for s in getattr(trace, "spans", ()) or ():
-            if s.status == "ok" and s.layer in ("retrieve", "scope", "gate", "generate"):
+            if s.status == "ok" and s.layer in QUERY_LAYERS:  # the layer table's query layers (trace/layers.py)
                 self.layer.labels(s.layer).observe(s.duration_ms / 1000)
         self.observe_doctor(payload)
 

@@ -16,10 +16,10 @@ from dataclasses import asdict
 from typing import Any
 
 from ragclinic.errors import ConfigError
+from ragclinic.trace.layers import SPAN_KINDS
 
 KIND = "openinference.span.kind"
-_LAYER_KIND = {"retrieve": "RETRIEVER", "scope": "GUARDRAIL", "gate": "EVALUATOR", "generate": "CHAIN",
-               "change": "CHAIN"}
+_LAYER_KIND = SPAN_KINDS  # each layer's OpenInference kind, from the layer table (trace/layers.py)
 _MAX_TEXT = 4000  # attribute values are truncated: a span is not a document store
 
 

@@ -8,13 +8,14 @@ today's order (tests/fixtures/traces holds traces written by earlier code).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, is_dataclass
 from typing import Any, Callable
 
 from ragclinic.types import (Answer, AskRequest, AskState, Chunk, Conflict, DocInfo, Exclusion, GateDecision, Hit,
                              Passage, Repair, Scope, Snapshot, SourceScore, Symptom)
-from ragclinic.trace.views import (ChangeInput, ChangeOutput, GateInput, GateOutput, GenerateOutput,
-                                   GenerateSpanInput, RetrieveInput, RetrieveOutput, ScopeInput, ScopeOutput)
+from ragclinic.trace.layers import spec
+from ragclinic.trace.views import (ChangeInput, ChangeOutput, GateOutput, GenerateOutput, RetrieveOutput,
+                                   ScopeOutput)
 
 JSON = dict[str, Any]
 
@@ -99,7 +100,7 @@ def state_from_dict(d: JSON) -> AskState:
 
 # ---------------------------------------------------------------------- span inputs
 def encode_input(layer: str, x: Any) -> JSON:
-    if isinstance(x, (RetrieveInput, ScopeInput, GateInput, GenerateSpanInput)):
+    if (s := spec(layer)) is not None and s.input is not None and isinstance(x, s.input):
         return asdict(x)
     if isinstance(x, ChangeInput):
         return {"from_layer": x.from_layer, "changed": list(x.changed)}
@@ -107,15 +108,8 @@ def encode_input(layer: str, x: Any) -> JSON:
 
 
 def decode_input(layer: str, d: JSON) -> Any:
-    if layer == "retrieve":
-        return RetrieveInput(d.get("query", ""), d.get("top_k", 0), d.get("retriever", ""), bool(d.get("rerank")),
-                             dict(d.get("scope", {})))
-    if layer == "scope":
-        return ScopeInput(d.get("hits", 0), d.get("context_k", 0))
-    if layer == "gate":
-        return GateInput(d.get("passages", 0))
-    if layer == "generate":
-        return GenerateSpanInput(d.get("route", ""))
+    if (s := spec(layer)) is not None and s.input is not None:
+        return s.input.from_dict(d)  # the layer table's input type (trace/layers.py)
     if layer == "change":
         return ChangeInput(d.get("from_layer", ""), tuple(d.get("changed", ())))
     return d
@@ -126,13 +120,18 @@ def encode_output(layer: str, o: Any) -> JSON:
     if o is None:
         return {}  # a span that ended in an error
     encode = _ENCODERS.get(type(o))
-    return encode(o) if encode is not None else dict(o)
+    if encode is not None:
+        return encode(o)
+    return asdict(o) if is_dataclass(o) else dict(o)  # a layer the codec has no encoder for: its fields
 
 
 def decode_output(layer: str, o: JSON) -> Any:
     if not o:
         return None
-    decode = _DECODERS.get(layer)
+    s = spec(layer)  # the layer table's output type (trace/layers.py) names its decoder
+    decode = _DECODERS.get(s.output) if s is not None else _DECODERS.get(layer)
+    if decode is None and s is not None and s.output is not None:  # a layer without a decoder here: its own
+        decode = getattr(s.output, "from_dict", None) or (lambda d: s.output(**d))
     return decode(o) if decode is not None else o
 
 
@@ -211,7 +210,7 @@ def _generate_in(o: JSON) -> GenerateOutput:
 
 _ENCODERS = {RetrieveOutput: _retrieve_out, ScopeOutput: _scope_out, GateOutput: _gate_out,
              GenerateOutput: _generate_out, ChangeOutput: lambda o: {"state": state_to_dict(o.state)}}
-_DECODERS = {"retrieve": _retrieve_in, "scope": _scope_in, "gate": _gate_in, "generate": _generate_in,
+_DECODERS = {RetrieveOutput: _retrieve_in, ScopeOutput: _scope_in, GateOutput: _gate_in, GenerateOutput: _generate_in,
              "change": lambda o: ChangeOutput(state_from_dict(o["state"]))}
 
 

@@ -10,12 +10,12 @@ from typing import Any
 from ragclinic.config import Settings
 from ragclinic.errors import RagclinicError
 from ragclinic.trace import codec
+from ragclinic.trace.layers import LAYERS, QUERY_LAYERS  # noqa: F401  (LAYERS re-exported: its old home)
 from ragclinic.trace.views import ChangeInput, ChangeOutput
 from ragclinic.types import Answer, AskRequest, AskState, Repair, Scope, Symptom
 
-# The layer names, defined here only (the debugger, the doctor, the CLI and the benches import them).
-LAYERS = ("parse", "chunk", "retrieve", "scope", "gate", "generate")
-QUERY_LAYERS = ("retrieve", "scope", "gate", "generate")
+# The layer names, from the one table of layers (trace/layers.py; the debugger, the doctor, the CLI and the benches
+# import them from here or there).
 ACTIVE = "active_retrieval"  # the span of active retrieval inside generate (pipeline/generate/active.py)
 CHANGE = "change"  # the span a re-run writes for the state its change started from (change_span)
 

@@ -24,6 +24,16 @@ class RetrieveInput:
     rerank: bool
     scope: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, state: AskState) -> "RetrieveInput":
+        r = state.request
+        return cls(r.question, r.top_k, r.retriever, r.rerank, dict(r.scope_pairs))
+
+    @classmethod
+    def from_dict(cls, d: Record) -> "RetrieveInput":
+        return cls(d.get("query", ""), d.get("top_k", 0), d.get("retriever", ""), bool(d.get("rerank")),
+                   dict(d.get("scope", {})))
+
 
 @dataclass(frozen=True)
 class RetrieveOutput:
@@ -45,6 +55,14 @@ class ScopeInput:
     hits: int
     context_k: int
 
+    @classmethod
+    def of(cls, state: AskState) -> "ScopeInput":
+        return cls(len(state.hits), state.request.context_k)
+
+    @classmethod
+    def from_dict(cls, d: Record) -> "ScopeInput":
+        return cls(d.get("hits", 0), d.get("context_k", 0))
+
 
 @dataclass(frozen=True)
 class ScopeOutput:
@@ -65,6 +83,14 @@ class ScopeOutput:
 class GateInput:
     passages: int
 
+    @classmethod
+    def of(cls, state: AskState) -> "GateInput":
+        return cls(len(state.passages))
+
+    @classmethod
+    def from_dict(cls, d: Record) -> "GateInput":
+        return cls(d.get("passages", 0))
+
 
 @dataclass(frozen=True)
 class GateOutput:
@@ -83,6 +109,14 @@ class GateOutput:
 @dataclass(frozen=True)
 class GenerateSpanInput:
     route: str
+
+    @classmethod
+    def of(cls, state: AskState) -> "GenerateSpanInput":
+        return cls(state.decision.route if state.decision else "")
+
+    @classmethod
+    def from_dict(cls, d: Record) -> "GenerateSpanInput":
+        return cls(d.get("route", ""))
 
 
 @dataclass(frozen=True)
@@ -123,15 +157,3 @@ class ChangeOutput:
 
 
 LayerOutput = RetrieveOutput | ScopeOutput | GateOutput | GenerateOutput
-
-
-def input_for(layer: str, state: AskState):
-    """What a query layer's span records as its input, from the state it starts on."""
-    r = state.request
-    if layer == "retrieve":
-        return RetrieveInput(r.question, r.top_k, r.retriever, r.rerank, dict(r.scope_pairs))
-    if layer == "scope":
-        return ScopeInput(len(state.hits), r.context_k)
-    if layer == "gate":
-        return GateInput(len(state.passages))
-    return GenerateSpanInput(state.decision.route if state.decision else "")
