@@ -30,7 +30,8 @@ def cycles(src: Path, node=package_of) -> list[list[str]]:
     import grimp
 
     sys.path.insert(0, str(src))
-    graph = grimp.build_graph("ragclinic", include_external_packages=False)
+    graph = grimp.build_graph("ragclinic", include_external_packages=False,
+                              exclude_type_checking_imports=True)  # as lint-imports reads them (pyproject.toml)
     edges: dict[str, set[str]] = defaultdict(set)
     for m in graph.modules:
         for other in graph.find_modules_directly_imported_by(m):
@@ -108,13 +109,72 @@ def walk_hops() -> list[str]:
                                      "--json"])
 
 
+LAYER_NAMES = {"parse", "chunk", "retrieve", "scope", "gate", "generate"}
+
+
+def _layer_names_in(node) -> set[str]:
+    """The layer names a literal table holds: a dict's keys, a tuple/list/set's items, or the first argument of each
+    call in a tuple/list (``LayerSpec("retrieve", …)``)."""
+    items = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", [])
+    found = set()
+    for x in items:
+        if isinstance(x, ast.Call) and x.args:
+            x = x.args[0]
+        if isinstance(x, ast.Constant) and x.value in LAYER_NAMES:
+            found.add(x.value)
+    return found
+
+
+def corridor_figures(src: Path) -> dict:
+    """Issue 54: modules holding a table of the layers (a literal naming 3 or more of them), folder cycles inside
+    pipeline/, pipeline-internal modules imported from outside it, and the arguments Clinic.answer hands the doctor
+    and the pipeline."""
+    import grimp
+
+    tables = sorted(str(f.relative_to(src)) for f in (src / "ragclinic").rglob("*.py")
+                    if any(len(_layer_names_in(n)) >= 3 for n in ast.walk(ast.parse(f.read_text(encoding="utf-8")))
+                           if isinstance(n, (ast.Dict, ast.Tuple, ast.List, ast.Set))))
+
+    def folder(m: str) -> str:
+        parts = m.split(".")
+        return ".".join(parts[:3]) if len(parts) > 2 and parts[1] == "pipeline" else m
+
+    inside = [c for c in cycles(src, folder) if all(x.startswith("ragclinic.pipeline.") for x in c)]
+    sys.path.insert(0, str(src))
+    graph = grimp.build_graph("ragclinic", include_external_packages=False, cache_dir=None)
+    faces = {"ragclinic.pipeline", *(f"ragclinic.pipeline.{m}" for m in (
+        "runner", "request", "context", "cache", "retrieve", "scope", "gate", "generate", "reason"))}
+    inner = sorted({o for m in graph.modules if not m.startswith("ragclinic.pipeline")
+                    for o in graph.find_modules_directly_imported_by(m)
+                    if o.startswith("ragclinic.pipeline.") and o not in faces})
+    return {"layer_tables": {"modules": len(tables), "where": tables},
+            "pipeline_folder_cycles": inside, "pipeline_inner_modules_imported_from_outside": len(inner),
+            "clinic_answer_to_ask": _ask_arguments(src / "ragclinic" / "clinic" / "clinic.py")}
+
+
+def _ask_arguments(path: Path) -> list[int]:
+    """How many arguments each ``….ask(…)`` call in ``Clinic.answer`` passes (a ``**run`` counted by the keywords of
+    the ``run = dict(…)`` it spreads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "answer")
+    spreads = {t.id: len(n.value.keywords) for n in ast.walk(fn) if isinstance(n, ast.Assign)
+               and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", "") == "dict"
+               for t in n.targets if isinstance(t, ast.Name)}
+    out = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "ask":
+            out.append(len(n.args) + sum(1 if k.arg else spreads.get(getattr(k.value, "id", ""), 1)
+                                         for k in n.keywords))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", type=Path, default=ROOT / "src")
     args = ap.parse_args()
     out = {"src": str(args.src), **code_figures(args.src), "package_cycles": cycles(args.src),
            "modules_on_a_cycle": sum(map(len, cycles(args.src, str))),
-           "lint_imports": lint_imports(args.src)}
+           "lint_imports": lint_imports(args.src), **corridor_figures(args.src)}
     hops = walk_hops()
     out["ask_walk"] = {"functions": len(hops), "path": hops}
     print(json.dumps(out, indent=1, ensure_ascii=False))

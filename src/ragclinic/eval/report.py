@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragclinic.doctor.symptoms import DETECTORS
+from ragclinic.trace.layers import LAYERS
 
 
 def layer_of(name: str, row: dict[str, Any]) -> str:
@@ -205,7 +206,7 @@ def _plots(folder: Path, rows: list[dict[str, Any]], arms: list[str], faults: bo
         images.append(_symptom_grid(folder, rows, symptoms, plt, faults))
         layers = Counter(layer_of(n, r) for r in rows for n in r.get("symptoms", []))
         fig, ax = plt.subplots(figsize=(5, 3))
-        order = [x for x in ("retrieve", "scope", "gate", "generate", "unknown") if layers[x]]
+        order = [x for x in (*LAYERS, "unknown") if layers[x]]  # the layer table's order (trace/layers.py)
         ax.bar(order, [layers[x] for x in order])
         ax.set(title="symptoms per layer", ylabel="count")
         images.append(_save(fig, folder / "symptoms_by_layer.png", plt))

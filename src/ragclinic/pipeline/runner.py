@@ -52,7 +52,7 @@ LAYERS: dict[str, Callable[[RunContext, AskState], tuple[AskState, LayerOutput]]
 def search_again(ctx: RunContext, state: AskState) -> AskState:
     """The retrieve, scope and gate layers run again on ``state`` (its request's ``search_queries`` instead of the
     question): the second search generate's active retrieval asks for through ``RunContext.search``."""
-    for layer in ("retrieve", "scope", "gate"):
+    for layer in QUERY_LAYERS[:QUERY_LAYERS.index("generate")]:
         state, _ = LAYERS[layer](ctx, state)
     return state
 
