@@ -55,15 +55,18 @@ def test_a_question_becomes_an_openinference_span_tree(traced):
 def test_symptoms_and_repairs_are_spans_too():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    from ragclinic.clinic import Consultation
     from ragclinic.server.telemetry import emit, make_tracer
     from ragclinic.trace.model import Span, Trace
+    from ragclinic.types import Answer
 
     exporter = InMemorySpanExporter()
     t = Trace("t1", "r1", 1_800_000_000.0, "q?", {}, {}, 1, (Span("retrieve", "ok", 0.0, 2.0, {}, {"hits": []}),),
               (), {"answer": "a"})
-    emit(make_tracer(exporter=exporter), t, {"answer": "a", "symptoms": [{"name": "noisy_context", "score": 0.7,
-                                                                           "layer": "scope", "evidence": "e"}],
-                                             "repairs": [{"treatment": "filter_context", "accepted": True, "round": 1}]})
+    found = [{"name": "noisy_context", "score": 0.7, "layer": "scope", "evidence": "e"}]
+    answer = Answer.from_json({"answer": "a", "route": "answer", "symptoms": found,
+                               "repairs": [{"treatment": "filter_context", "accepted": True, "round": 1}]})
+    emit(make_tracer(exporter=exporter), Consultation(answer, trace=t))
     kinds = {s.name: s.attributes["openinference.span.kind"] for s in exporter.get_finished_spans()}
     assert kinds["symptom:noisy_context"] == "EVALUATOR" and kinds["repair:filter_context"] == "CHAIN"
 

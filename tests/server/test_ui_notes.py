@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from ragclinic.clinic import Consultation
 from ragclinic.server import ui, ui_parts
 from ragclinic.types import Answer
 
 
 def _render(answer: Answer) -> str:
-    seen = SimpleNamespace(answer=answer, cached=False, payload={}, trace=None)
+    seen = Consultation(answer)
     return ui.templates.get_template("_answer.html").render(ui_parts.answer_context(seen, ui.answer_html))
 
 

@@ -82,11 +82,11 @@ def ask_cmd(
         stream = None if json_out or not sys.stdout.isatty() else _printer()
         seen = clinic.answer(q, on_token=stream, reply=_reply)
     if seen.cached:
-        return _print_cached(seen.payload, json_out)
-    payload, result, answer = seen.payload, seen.result, seen.answer
-    _print_reused(payload)
+        return _print_cached(seen.to_json(), json_out)
+    result, answer = seen.result, seen.answer
+    _print_reused(seen)
     if json_out:
-        print_json(payload)
+        print_json(seen.to_json())  # the `ask --json` object, made here: the one place the CLI renders it
         return
     if stream is None:
         out.print(escape(answer.text), highlight=False)
@@ -107,11 +107,10 @@ def local_user() -> str:
         return "user:?"
 
 
-def _print_reused(payload: dict) -> None:
-    c = payload.get("clarification")
-    if c and c.get("reused"):
-        err.print(f"[dim]asked before: {escape(c['clarifying_question'])} — using your reply "
-                  f"{escape(repr(c['reply']))}[/]")
+def _print_reused(seen) -> None:
+    c = seen.clarification
+    if c is not None and c.reused:
+        err.print(f"[dim]asked before: {escape(c.clarifying_question)} — using your reply {escape(repr(c.reply))}[/]")
 
 
 def _warn(message: str) -> None:
@@ -213,7 +212,7 @@ def chat_cmd(
             turn = Question(asked, pairs, doctor, cache=False, interactive=True, conversation=tuple(history[-4:]),
                             owner=local_user())
             seen = clinic.answer(turn, on_token=_printer(), reply=_reply)
-            _print_reused(seen.payload)
+            _print_reused(seen)
             history.append(asked)
             out.print()
             result = seen.result

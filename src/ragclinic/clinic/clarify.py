@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from dataclasses import replace
 
-from ragclinic.clinic.question import Question
+from ragclinic.clinic.question import Clarification, Question
 from ragclinic.pipeline.request import Hooks
 from ragclinic.store.clarifications import ClarificationMemory, ambiguity_key
 
@@ -63,8 +63,7 @@ class Clarifications:
                                 debug_round_id=round_id)
             except sqlite3.Error as e:
                 self._say(f"clarification not remembered: {e}")
-        return result, {"clarifying_question": asked_back, "reply": said, "reused": bool(hit),
-                        "debug_round_id": round_id}
+        return result, Clarification(asked_back, said, bool(hit), round_id)
 
 
 def _ambiguity(gate) -> dict:

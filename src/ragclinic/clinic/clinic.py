@@ -200,22 +200,20 @@ class Clinic:
         front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
         try:
             if (hit := front.lookup(q.text, q.cache_scope(), use_doctor)) is not None:
-                return Consultation(Answer.from_json(hit), hit, None, True, None)
+                return Consultation(Answer.from_json(hit), cached=True, stored=hit)
             request, hooks = q.to_request(self.settings), q.hooks(on_token, on_span)
             later = use_doctor and q.repair == "async" and not q.interactive
             if not use_doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
                 state, trace = self.pipeline.ask(request, hooks=hooks)
                 answer = replace(state.answer, model_calls=len(trace.model_calls))
-                return Consultation(answer, front.keep(q.text, q.cache_scope(), False, answer.to_json()), None,
-                                    False, trace, repair_pending=later)
+                front.keep(q.text, q.cache_scope(), False, answer.to_json())
+                return Consultation(answer, trace=trace, repair_pending=later)
             doctor = self.doctor(interactive=q.interactive)
             result = doctor.ask(request, hooks=hooks)
             result, clarified = self._clarified.follow_up(q, doctor, result, reply, hooks)
-            if clarified:  # the answer to the question with the reply merged in: never kept for the question
-                payload = {**result.to_json(), "cached": False, "clarification": clarified}
-            else:
-                payload = front.keep(q.text, q.cache_scope(), True, result.to_json())
-            return Consultation(_doctored(result), payload, result, False, result.trace)
+            if not clarified:  # the answer to the question with the reply merged in is never kept for the question
+                front.keep(q.text, q.cache_scope(), True, result.to_json())
+            return Consultation(_doctored(result), result, trace=result.trace, clarification=clarified)
         finally:
             front.close()
 
@@ -234,14 +232,13 @@ class Clinic:
             raise RagclinicError(f"trace {trace.id} was already examined by the doctor; its outcome is in "
                                  "`ragclinic trace show`")
         result = self.doctor().treat(state_after(trace, "generate"), trace)
-        payload = {**result.to_json(), "cached": False}
         if self.kb.db.version == trace.kb_version:  # a newer version's documents are others: not kept
             front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
             try:  # keyed by the answer's own version: an ingest landing meanwhile leaves it unreachable
-                payload = front.keep(q.text, q.cache_scope(), True, result.to_json(), version=trace.kb_version)
+                front.keep(q.text, q.cache_scope(), True, result.to_json(), version=trace.kb_version)
             finally:
                 front.close()
-        return Consultation(_doctored(result), payload, result, False, result.trace)
+        return Consultation(_doctored(result), result, trace=result.trace)
 
     def search(self, q: Question) -> tuple[tuple[Hit, ...], str]:
         """The hits of the configured retriever for ``q`` (``q.top_k`` of them; no rerank, no model call) within

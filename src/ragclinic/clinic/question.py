@@ -4,8 +4,8 @@ clinic's, given to ``Clinic.open``; a Question may only override the per-questio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ragclinic.config import Settings
@@ -84,16 +84,56 @@ class Question:
 
 
 @dataclass(frozen=True)
+class Clarification:
+    """A clarifying question the doctor asked back, and the reply merged into the question (``reused``: the
+    owner's remembered reply to the same ambiguity, not asked again)."""
+
+    clarifying_question: str
+    reply: str
+    reused: bool
+    debug_round_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Consultation:
-    """What ``Clinic.consult`` gives the CLI and the server: the answer, the `ask --json` object, and the
-    doctor's full result when the doctor ran (None for the plain pipeline and for a cached answer)."""
+    """What ``Clinic.answer`` gives the CLI and the server, typed to the edge: the answer, the doctor's full result
+    when the doctor ran (None for the plain pipeline and for a cached answer), the run's trace, the clarification
+    merged in. It becomes the `ask --json` object only where it is rendered: ``to_json()`` (also ``payload``), in
+    the CLI's ``--json`` and the server's responses. ``stored``: the answer cache's record when the cache answered
+    (kept as JSON: that is what a cache holds); ``repair``: the server's ticket for a background repair;
+    ``view``: what the caller may see of the JSON (a tenant's key: the knowledge-base folder cut from paths)."""
 
     answer: Answer
-    payload: dict[str, Any]
     result: Any = None  # DoctorResult
     cached: bool = False
     trace: Trace | None = None  # the run's trace (the doctor's root trace); None for a cached answer
     repair_pending: bool = False  # repair="async": the plain answer, its trace waiting for ``Clinic.repair``
+    clarification: Clarification | None = None
+    stored: Mapping[str, Any] | None = None
+    repair: Mapping[str, Any] | None = None
+    view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `ask --json` object: the cached record as kept; else the doctor's result (the answer, its symptoms,
+        repairs, the initial answer, the doctor's summary) or the plain answer, ``cached: false``; with the
+        clarification and the repair ticket when there are."""
+        if self.stored is not None:
+            out = dict(self.stored)
+        else:
+            out = {**(self.result.to_json() if self.result is not None else self.answer.to_json()), "cached": False}
+        if self.clarification is not None:
+            out["clarification"] = self.clarification.to_json()
+        if self.repair is not None:
+            out["repair"] = dict(self.repair)
+        return self.view(out) if self.view is not None else out
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """``to_json()``: exactly the `ask --json` object (docs/api.md)."""
+        return self.to_json()
 
 
 def _pairs(value: Mapping[str, str] | Pairs | None) -> Pairs:

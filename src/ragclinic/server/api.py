@@ -113,7 +113,7 @@ async def ask(body: AskBody, request: Request, who: Principal = Caller):
         return JobResponse(job, sse_body(job, request.is_disconnected))
     rc.asks.admit(holder)
     seen = await rc.asks.answer(holder, lambda: consult(rc, body, who, None, None))
-    return seen.payload
+    return seen.to_json()
 
 
 def consult(rc, body: AskBody, who: Principal, on_token, on_span):
@@ -123,11 +123,11 @@ def consult(rc, body: AskBody, who: Principal, on_token, on_span):
                  repair=body.repair)
     with rc.pool.reader() as clinic:
         seen = clinic.answer(q, on_token=on_token, on_span=on_span)
-    rc.metrics.observe_answer(seen.payload, seen.trace)
-    telemetry.emit(rc.tracer, seen.trace, seen.payload)
+    rc.metrics.observe_answer(seen)
+    telemetry.emit(rc.tracer, seen)
     if seen.repair_pending:
         pending = rc.repairs.submit(q, seen.trace.id, seen.trace.kb_version)
-        seen = replace(seen, payload={**seen.payload, "repair": pending.to_json()})
+        seen = replace(seen, repair=pending.to_json())
     return seen_by(seen, who, rc.settings)  # a tenant's key: no server folder in a source path
 
 
@@ -139,7 +139,7 @@ def _ask_work(rc, body: AskBody, who: Principal):
                 j.emit(ev[0], local_paths(ev[1], rc.settings) if who.tenant else ev[1])
 
         seen = consult(rc, body, who, lambda piece: j.emit("delta", piece), on_span)
-        p = seen.payload
+        p = seen.to_json()  # rendered here, once: the events are its parts
         for c in p.get("citations", ()):
             j.emit("citation", c)
         for x in p.get("symptoms", ()):

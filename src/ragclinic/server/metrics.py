@@ -36,23 +36,22 @@ class Metrics:
         self.repair_queue = Gauge("ragclinic_background_repair_queue_depth", "Answers waiting for the doctor",
                                   registry=r)
 
-    def observe_answer(self, payload: dict, trace) -> None:
-        """One answered request: its outcome, its layers' durations, the doctor's findings."""
-        if payload.get("cached"):
-            outcome = "cached"
-        else:
-            outcome = {"refuse": "refused", "clarify": "clarified"}.get(payload.get("route", ""), "answered")
+    def observe_answer(self, seen) -> None:
+        """One answered request (a ``clinic.Consultation``): its outcome, its layers' durations, the doctor's
+        findings."""
+        a = seen.answer
+        outcome = "cached" if seen.cached else {"refuse": "refused", "clarify": "clarified"}.get(a.route, "answered")
         self.answers.labels(outcome).inc()
-        for s in getattr(trace, "spans", ()) or ():
+        for s in getattr(seen.trace, "spans", ()) or ():
             if s.status == "ok" and s.layer in QUERY_LAYERS:  # the layer table's query layers (trace/layers.py)
                 self.layer.labels(s.layer).observe(s.duration_ms / 1000)
-        self.observe_doctor(payload)
+        self.observe_doctor(a)
 
-    def observe_doctor(self, payload: dict) -> None:
-        """The doctor's findings and treatments in an answer's payload (also a background repair's)."""
-        for x in payload.get("symptoms", ()):
+    def observe_doctor(self, answer) -> None:
+        """The doctor's findings and treatments on an ``Answer`` (also a background repair's)."""
+        for x in answer.symptoms:
             self.symptoms.labels(x.get("name", ""), x.get("layer", "")).inc()
-        for r in payload.get("repairs", ()):
+        for r in answer.repairs:
             self.repairs.labels(r.get("treatment", ""), "true" if r.get("accepted") else "false").inc()
 
     def watch_health(self, source: Callable[[], dict], ttl: float = 60.0) -> None:

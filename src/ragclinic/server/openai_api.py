@@ -107,7 +107,7 @@ async def chat_completions(body: ChatBody, request: Request, who: Principal = Ca
         return JobResponse(job, _chunks(job, request, body.model, created))
     rc.asks.admit(holder)
     seen = await rc.asks.answer(holder, lambda: consult(rc, ask, who, None, None))
-    p = seen.payload
+    p = seen.to_json()
     return {"id": f"chatcmpl-{p.get('trace_id', '')}", "object": "chat.completion", "created": created,
             "model": body.model, "choices": [{"index": 0, "message": {"role": "assistant", "content": p["answer"]},
                                               "finish_reason": "stop", "logprobs": None}],
@@ -142,7 +142,7 @@ async def _chunks(job: Job, request: Request, model: str, created: int):
         elif event == "error":
             yield "data: " + json.dumps(data, ensure_ascii=False) + "\n\n"
         elif event == "final":
-            p = data.payload
+            p = data.to_json()
             if "".join(streamed).strip() != p["answer"].strip():
                 yield chunk({"content": ("\n\n[final answer] " if streamed else "") + p["answer"]})
             yield chunk({}, "stop", citations=p.get("citations", []), x_trace_id=p.get("trace_id", ""),

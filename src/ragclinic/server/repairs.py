@@ -191,7 +191,7 @@ class RepairQueue:
                            seconds=seconds, enforced=q.enforced)
         result = seen.result
         if self.metrics is not None:
-            self.metrics.observe_doctor(seen.payload)
+            self.metrics.observe_doctor(seen.answer)
         kept = [r for r in result.repairs if r.accepted]
         if result.summary.get("answer_trace_id", tid) == tid or not kept:
             why = result.summary.get("outcome", "")
@@ -203,7 +203,7 @@ class RepairQueue:
         changes = tuple({"treatment": r.treatment, "symptom": r.symptom, "layer": r.layer, "change": r.change,
                          "why": r.reason} for r in kept)
         return Outcome(tid, "improved", "; ".join(f"{r.treatment} ({r.symptom}): {r.reason}" for r in kept),
-                       changes, seen.payload, seconds=seconds, enforced=q.enforced)
+                       changes, seen.to_json(), seconds=seconds, enforced=q.enforced)
 
     # ------------------------------------------------------------------ bookkeeping (under the lock)
     def _keep(self, outcome: Outcome) -> Outcome:

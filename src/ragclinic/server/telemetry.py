@@ -49,8 +49,9 @@ def make_tracer(endpoint: str | None = None, *, exporter=None, service: str = "r
     return provider.get_tracer("ragclinic")
 
 
-def emit(tracer, trace, payload: dict[str, Any]) -> None:
-    """The span tree of one answered question (``trace``: its root Trace; ``payload``: the ask --json object)."""
+def emit(tracer, seen) -> None:
+    """The span tree of one answered question (``seen``: its ``clinic.Consultation``, whose trace is the root)."""
+    trace, a = seen.trace, seen.answer
     if tracer is None or trace is None:
         return
     from opentelemetry import trace as otel  # on use: opentelemetry, the otel extra
@@ -58,18 +59,18 @@ def emit(tracer, trace, payload: dict[str, Any]) -> None:
     t0 = int(trace.created * 1e9)
     end = t0 + int(max(trace.total_ms, 0.001) * 1e6)
     root = tracer.start_span("ragclinic.ask", start_time=t0, attributes={
-        KIND: "CHAIN", "input.value": trace.query[:_MAX_TEXT], "output.value": payload.get("answer", "")[:_MAX_TEXT],
-        "session.id": trace.debug_round_id, "ragclinic.trace_id": trace.id, "ragclinic.route": payload.get("route", ""),
-        "metadata": json.dumps({"refused": payload.get("refused"), "confidence": payload.get("confidence")})})
+        KIND: "CHAIN", "input.value": trace.query[:_MAX_TEXT], "output.value": a.text[:_MAX_TEXT],
+        "session.id": trace.debug_round_id, "ragclinic.trace_id": trace.id, "ragclinic.route": a.route,
+        "metadata": json.dumps({"refused": a.refused, "confidence": a.confidence})})
     ctx = otel.set_span_in_context(root)
     for span in trace.spans:
         _layer(tracer, ctx, trace, span, t0)
-    for x in payload.get("symptoms", ()):
+    for x in a.symptoms:
         s = tracer.start_span(f"symptom:{x.get('name')}", context=ctx, start_time=end, attributes={
             KIND: "EVALUATOR", "output.value": str(x.get("evidence", ""))[:_MAX_TEXT],
             "ragclinic.symptom.score": float(x.get("score", 0.0)), "ragclinic.symptom.layer": x.get("layer", "")})
         s.end(end_time=end)
-    for r in payload.get("repairs", ()):
+    for r in a.repairs:
         s = tracer.start_span(f"repair:{r.get('treatment')}", context=ctx, start_time=end, attributes={
             KIND: "CHAIN", "input.value": str(r.get("change", ""))[:_MAX_TEXT],
             "output.value": str(r.get("reason", ""))[:_MAX_TEXT], "ragclinic.repair.accepted": bool(r.get("accepted")),

@@ -199,8 +199,8 @@ async def ask_stream(request: Request):
                                  reply=(lambda _asked: said) if said else None)
             seen = ui_parts.seen_by(seen, caller, rc.settings)
             ctx = ui_parts.answer_context(seen, answer_html, params, clinic.kb.db)
-        rc.metrics.observe_answer(seen.payload, seen.trace)
-        telemetry.emit(rc.tracer, seen.trace, seen.payload)
+        rc.metrics.observe_answer(seen)
+        telemetry.emit(rc.tracer, seen)
         html = templates.get_template("_answer.html").render(ctx)
         j.emit("status", "")
         j.emit("final", html)
@@ -226,7 +226,8 @@ def _repair_later(rc, j: Job, q: Question, seen, caller, params: dict[str, str])
         else:
             j.emit("status", "the doctor is still working on this answer; its outcome will be in the trace")
         return
-    better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), outcome.answer), caller, rc.settings)
+    better = ui_parts.seen_by(Consultation(Answer.from_json(outcome.answer), stored=outcome.answer), caller,
+                              rc.settings)
     first = seen.answer
     with rc.pool.reader() as clinic:
         ctx = ui_parts.answer_context(better, answer_html, params, clinic.kb.db)

@@ -71,7 +71,7 @@ def seen_by(seen, caller: Principal, settings):
         return seen
     a = seen.answer
     cites = tuple(replace(c, path=local_paths(c.path, settings)) for c in a.citations)
-    return replace(seen, payload=local_paths(seen.payload, settings), answer=replace(a, citations=cites))
+    return replace(seen, view=lambda out: local_paths(out, settings), answer=replace(a, citations=cites))
 
 
 # settings a tenant's key never reads in a trace: where the server keeps things and whom it talks to
@@ -106,7 +106,7 @@ def answer_context(seen, answer_html, params: dict[str, str] | None = None, db=N
         clarify = {"params": {**kept, "round": seen.trace.debug_round_id}}
     return {"a": a, "answer_html": answer_html(a.text, a.citations, a.trace_id), "cached": seen.cached,
             "notes": a.notes, "symptoms": a.symptoms, "repairs": a.repairs, "clarify": clarify,
-            "clarified": seen.payload.get("clarification"),
+            "clarified": seen.clarification.to_json() if seen.clarification is not None else None,
             "scanned": scanned(db, a.citations) if db is not None else {}}
 
 
