@@ -1,8 +1,10 @@
-"""The three worked examples of docs/architecture.md ("Adding things"), run as the page writes them (issue 34).
+"""The four worked examples of docs/architecture.md ("Adding things"), run as the page writes them (issues 34, 54).
 
 Each python block there whose first line is ``# example: NAME — …`` is taken from the page as it is and run for real:
-the retriever answers a question through the Clinic with ``retriever="keyword"``, the treatment (with the page's
-routes entry in the layer table) is tried by the doctor on a compound question, the route answers through the app ``create_app`` builds.
+the retriever answers a question through the Clinic with ``retriever="keyword"``; the treatment (with the page's
+routes entry in the layer table) is tried by the doctor on a compound question; the query layer runs in a copy of
+the source with its module written and its entry put in the layer table, its span recorded and its trace replayed;
+the route answers through the app ``create_app`` builds.
 Registries are global, so each example runs in a Python process of its own (this file run as a script): nothing it
 registers reaches another test (tests/pipeline/retrieve/test_retrievers.py lists the built-in retrievers exactly).
 """
@@ -112,19 +114,66 @@ def check_route(tmp: Path) -> None:
         assert r.status_code == 422 and "max_question_chars" in r.text, r.text
 
 
-CHECKS = {"retriever": check_retriever, "treatment": check_treatment, "route": check_route}
+def check_layer(tmp: Path) -> None:
+    """Run in a copy of the source with the page's layer module and its entry in the layer table added (this process
+    imports ragclinic from that copy: the caller put it first on PYTHONPATH)."""
+    import ragclinic
+    from ragclinic.clinic import Clinic, Question
+    from ragclinic.debugger import Debugger, Expectation
+    from ragclinic.server.telemetry import _LAYER_KIND
+    from ragclinic.trace.layers import QUERY_LAYERS
+    from ragclinic.trace.model import state_after
+
+    assert str(tmp) in ragclinic.__file__, ragclinic.__file__
+    assert QUERY_LAYERS == ("retrieve", "scope", "dedupe", "gate", "generate") and _LAYER_KIND["dedupe"] == "GUARDRAIL"
+    same = "# Bills\n\nShort-dated treasury bills are the usual proxy for the risk-free rate.\n"
+    build_kb(tmp, {**BOND_DOCS, "copy.md": same, "again.md": same}).close()  # two files, one text
+    with Clinic.open(tmp / "kb", llm="none") as clinic:
+        seen = clinic.answer(Question("What is the usual proxy for the risk-free rate?", doctor=False, cache=False))
+        span = seen.trace.span("dedupe")
+        assert span is not None and span.output.dropped and span.input.passages >= 2, seen.trace.spans
+        assert [s.layer for s in seen.trace.spans] == list(QUERY_LAYERS)
+        passages = state_after(seen.trace, "dedupe").passages
+        assert [p.n for p in passages] == list(range(1, len(passages) + 1))
+        assert len({" ".join(p.chunk.text.split()) for p in passages}) == len(passages)
+        assert clinic.replay(seen.trace.id).text == seen.answer.text  # read back from the store, replayed
+        found = Debugger(clinic.pipeline).diagnose(trace_id=seen.trace.id, expect=Expectation(answers=(("bills",),)))
+        assert found.layers["dedupe"].status == "not_reached" and found.verdict in ("none", "retrieve", "scope",
+                                                                                    "gate", "generate")
+
+
+def in_a_copy_with_the_layer(tmp: Path) -> Path:
+    """A copy of src/ with the page's layer module written and its entry put in SPECS after the scope layer's."""
+    import shutil
+
+    src = tmp / "src"
+    shutil.copytree(DOC.parents[1] / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (src / "ragclinic" / "pipeline" / "dedupe.py").write_text(examples()["layer"], encoding="utf-8")
+    table = src / "ragclinic" / "trace" / "layers.py"
+    text = table.read_text(encoding="utf-8")
+    entry = examples()["layer entry"].split("\n", 1)[1]
+    at = text.index('    LayerSpec("gate",')
+    table.write_text(text[:at] + entry + text[at:], encoding="utf-8")
+    return src
+
+
+CHECKS = {"retriever": check_retriever, "treatment": check_treatment, "layer": check_layer, "route": check_route}
 
 
 # ---------------------------------------------------------------------------------------------- the tests
 def test_the_page_marks_the_three_examples():
-    assert set(examples()) == {"retriever", "treatment", "treatment route", "route"}
+    assert set(examples()) == {"retriever", "treatment", "treatment route", "layer", "layer entry", "route"}
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_worked_example_runs(name, tmp_path):
     """In a process of its own (the environment conftest set up is inherited: no user settings, its cache)."""
+    env = os.environ.copy()
+    if name == "layer":  # the layer is one entry in the table plus its module: both added to a copy of the source
+        src = in_a_copy_with_the_layer(tmp_path / "copy")
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (str(src), env.get("PYTHONPATH", "")) if x)
     done = subprocess.run([sys.executable, __file__, name, str(tmp_path)], capture_output=True, text=True,
-                          timeout=600, env=os.environ.copy(), cwd=DOC.parents[1])
+                          timeout=600, env=env, cwd=DOC.parents[1])
     assert done.returncode == 0, f"the {name} example failed:\n{done.stdout}\n{done.stderr}"
 
 

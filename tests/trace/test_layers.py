@@ -20,7 +20,7 @@ from ragclinic.trace.model import QUERY_LAYERS as MODEL_QUERY_LAYERS
 
 def test_every_reference_in_the_table_resolves():
     for s in SPECS:
-        probe = resolve(s.probe)
+        probe = resolve(s.probe)  # every built-in layer has its probe
         assert callable(probe) and list(inspect.signature(probe).parameters) == ["case"], s.name
         if s.query:
             layer = resolve(s.function)

@@ -17,7 +17,13 @@ from ragclinic.trace.layers import SPECS, resolve
 from ragclinic.trace.store import load_trace
 from ragclinic.debugger.source import gold_documents
 
-PROBES: dict[str, Callable[[Case], LayerReport]] = {s.name: resolve(s.probe) for s in SPECS}  # trace/layers.py
+def _unprobed(case: Case) -> LayerReport:
+    """A layer the table names no probe for (one added without one): reported, never blamed."""
+    return not_reached("this layer has no probe of its own (trace/layers.py); it was not examined")
+
+
+PROBES: dict[str, Callable[[Case], LayerReport]] = {  # from the layer table (trace/layers.py)
+    s.name: resolve(s.probe) if s.probe else _unprobed for s in SPECS}
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,7 @@ def state_from_dict(d: JSON) -> AskState:
 
 # ---------------------------------------------------------------------- span inputs
 def encode_input(layer: str, x: Any) -> JSON:
-    if (s := spec(layer)) is not None and s.input is not None and isinstance(x, s.input):
+    if (s := spec(layer)) is not None and s.input is not None and isinstance(x, s.input_type):
         return asdict(x)
     if isinstance(x, ChangeInput):
         return {"from_layer": x.from_layer, "changed": list(x.changed)}
@@ -109,7 +109,7 @@ def encode_input(layer: str, x: Any) -> JSON:
 
 def decode_input(layer: str, d: JSON) -> Any:
     if (s := spec(layer)) is not None and s.input is not None:
-        return s.input.from_dict(d)  # the layer table's input type (trace/layers.py)
+        return s.input_type.from_dict(d)  # the layer table's input type (trace/layers.py)
     if layer == "change":
         return ChangeInput(d.get("from_layer", ""), tuple(d.get("changed", ())))
     return d
@@ -129,9 +129,10 @@ def decode_output(layer: str, o: JSON) -> Any:
     if not o:
         return None
     s = spec(layer)  # the layer table's output type (trace/layers.py) names its decoder
-    decode = _DECODERS.get(s.output) if s is not None else _DECODERS.get(layer)
-    if decode is None and s is not None and s.output is not None:  # a layer without a decoder here: its own
-        decode = getattr(s.output, "from_dict", None) or (lambda d: s.output(**d))
+    kind = s.output_type if s is not None else None
+    decode = _DECODERS.get(kind) if s is not None else _DECODERS.get(layer)
+    if decode is None and kind is not None:  # a layer without a decoder here: its type's own, or its fields
+        decode = getattr(kind, "from_dict", None) or (lambda d: kind(**d))
     return decode(o) if decode is not None else o
 
 

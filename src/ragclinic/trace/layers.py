@@ -5,7 +5,8 @@ this table; adding a layer or a treatment is one entry here plus its module (doc
 
 Functions and probes are named as ``"module:attribute"``: this table sits low (the trace package), below the code
 that runs them, and each reader resolves only what it uses (``resolve``); tests/trace/test_layers.py resolves every
-one of them."""
+one of them. The built-in layers' span types are trace/views.py's; a layer added later may name types of its own
+module the same way (docs/architecture.md, "A query layer")."""
 
 from __future__ import annotations
 
@@ -29,17 +30,25 @@ class LayerSpec:
     the doctor's detectors find at this layer → the treatments tried for each, best first."""
 
     name: str
-    probe: str
+    probe: str  # "": none of its own (the debugger reports the layer as not examined)
     span_kind: str
     function: str = ""
-    input: type | None = None
-    output: type | None = None
+    input: type | str | None = None  # a type, or "module:attribute" (a layer whose types live in its own module)
+    output: type | str | None = None
     routes: Routes = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def query(self) -> bool:
         """Runs for each question (the runner's order), rather than at ingest."""
         return bool(self.function)
+
+    @property
+    def input_type(self) -> type | None:
+        return resolve(self.input) if isinstance(self.input, str) else self.input
+
+    @property
+    def output_type(self) -> type | None:
+        return resolve(self.output) if isinstance(self.output, str) else self.output
 
 
 def _routes(**routes: tuple[str, ...]) -> Routes:
@@ -82,7 +91,7 @@ def spec(layer: str) -> LayerSpec | None:
 
 def input_for(layer: str, state) -> Any:
     """What a query layer's span records as its input, from the state it starts on (its spec's ``input.of``)."""
-    return BY_NAME[layer].input.of(state)
+    return BY_NAME[layer].input_type.of(state)
 
 
 def resolve(ref: str) -> Any:
