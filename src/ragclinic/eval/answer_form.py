@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragclinic.pipeline.gate import template_wordings
-from ragclinic.pipeline.generate import constraint_wordings
+from ragclinic.pipeline.generate import constraint_wordings, subject_wordings
 
 _REFUSAL_KEYS = ("no_evidence", "no_hits", "one_side", "clarify", "false_premise")
 FIXED_REFUSALS = ("文档中没有提到。", "文档中没有提到", "The documents do not say.", "The documents do not say",
@@ -108,7 +108,7 @@ def _readable(text: str) -> str:
 def _exempt_patterns() -> tuple[re.Pattern, ...]:
     """The refusal and clarification templates, in both languages, with their {placeholders} as wildcards (read
     from where the pipeline keeps them, so that a reworded template is not missed)."""
-    texts = template_wordings(_REFUSAL_KEYS) + constraint_wordings()
+    texts = template_wordings(_REFUSAL_KEYS) + constraint_wordings() + subject_wordings()
     return tuple(re.compile(".+?".join(re.escape(p) for p in re.split(r"\{\w+\}", t)), re.S) for t in texts)
 
 

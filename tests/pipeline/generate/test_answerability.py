@@ -69,26 +69,28 @@ def test_an_answer_the_combiner_accepts_stands_and_its_parts_are_recorded(tmp_pa
 
 
 def test_without_the_setting_or_a_reading_nothing_changes(tmp_path, probe):
+    # the answer itself may be refused (convexity asked, duration stated: issue 55's subject check); the probe
+    # must not act
     kb = build_kb(tmp_path, DOCS)  # answer_probe off: no hidden state asked for, no verdict
     lm = _lm("convexity")
     state, trace = Pipeline(kb, lm=lm).ask("What does bond convexity measure?")
-    assert state.answer.route == "answer"
+    assert not any(f.startswith("probe_") for f in state.answer.flags)  # the probe did not act
     assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()
     kb = build_kb(tmp_path / "c", DOCS, answer_probe=True)  # passages not scored by the learned verifier
     state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")
-    assert state.answer.route == "answer"
+    assert not any(f.startswith("probe_") for f in state.answer.flags)  # the probe did not act
     assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()
     kb = build_kb(tmp_path / "d", DOCS, answer_probe=True, judge="learned", llm_field_decoding=False)
     state, trace = Pipeline(kb, lm=_lm("convexity")).ask("What does bond convexity measure?")  # another read position
-    assert state.answer.route == "answer"
+    assert not any(f.startswith("probe_") for f in state.answer.flags)  # the probe did not act
     assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()
     kb = build_kb(tmp_path / "b", DOCS, answer_probe=True, judge="learned")  # a backend without hidden state
     state, trace = Pipeline(kb, lm=ScriptedLanguageModel(
         ['{"status": "answered", "answer": "how much a bond price moves", "evidence": [1]}'], yes_prob=0.9)
     ).ask("What does bond convexity measure?")
-    assert state.answer.route == "answer"
+    assert not any(f.startswith("probe_") for f in state.answer.flags)  # the probe did not act
     assert next(s for s in trace.spans if s.layer == "generate").outputs.get("answerability") is None
     kb.close()

@@ -11,6 +11,7 @@ from ragclinic.pipeline.generate.extractive import ExtractiveGenerator
 from ragclinic.pipeline.generate.llm import LLMGenerator
 from ragclinic.pipeline.generate.prompt import YES_NO_WORDING
 from ragclinic.pipeline.generate.structured import parse_reply
+from ragclinic.pipeline.generate.subject_check import wordings as subject_wordings
 from ragclinic.verify.probe import probe_for
 
 
@@ -27,4 +28,5 @@ def create_generator(settings: Settings, lm: LanguageModel | None) -> Generator:
 
 
 __all__ = ["ACTIVE_CALIBRATED", "CITE", "GENERATORS", "Draft", "ExtractiveGenerator", "GenerateInput", "Generator",
-           "YES_NO_WORDING", "check_claims", "constraint_wordings", "create_generator", "parse_reply", "violations"]
+           "YES_NO_WORDING", "check_claims", "constraint_wordings", "create_generator", "parse_reply", "subject_wordings",
+           "violations"]

@@ -19,7 +19,8 @@ from ragclinic.pipeline.generate.printed_output import printed_sources
 from ragclinic.pipeline.generate.structured import completion
 from ragclinic.pipeline.generate.answer_kind import mistyped
 from ragclinic.pipeline.generate.retry import (constraint_retry, none_backed, retry_declined, retry_unsupported,
-                                               type_retry)
+                                               subject_retry, type_retry)
+from ragclinic.pipeline.generate.subject_check import contrasts
 from ragclinic.pipeline.scope.instructions import removal_places
 from ragclinic.trace.views import GenerateOutput
 from ragclinic.types import Answer, AskState
@@ -114,6 +115,8 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         unbacked = declined or unbacked
     if route == "answer" and (broken := broken_constraints(q, claims, passages)):
         text, generator, route, claims = constraint_retry(ctx, state, broken, drafts, flags)
+    if route == "answer" and _one_subject(d, passages) and (found := contrasts(q, claims, passages)):
+        text, generator, route, claims = subject_retry(ctx, state, found, drafts, flags)
     if route == "answer" and (typed := mistyped(q, claims, passages))[0]:
         text, generator, claims = type_retry(ctx, state, *typed, text, generator, claims, drafts, flags)
     if route == "answer" and drafts and drafts[-1].items is not None:
@@ -136,6 +139,13 @@ def _on_question(ctx: RunContext, state: AskState, text: str, claims, flags: lis
     it (generate/on_question.py)."""
     again, checked = answered_on_question(ctx, state.request.question, claims, state.passages, flags)
     return (again, checked) if again is not None else (text, claims)
+
+
+def _one_subject(d, passages) -> bool:
+    """The question asks about one thing (generate/subject_check.py): not a comparison or a causal chain (they name
+    two things or more), not a global question answered over the graph's communities (many documents' things)."""
+    return d.question_type not in ("comparison", "causal") and not any(
+        m.startswith("community=") for p in passages for m in p.marks)
 
 
 _LEARNED = "learned-verifier:verifier-v1"  # the verifier the combiner was fitted with (verify/learned.py)

@@ -10,7 +10,7 @@ from dataclasses import asdict, replace
 
 from ragclinic.pipeline.gate.reread import read_again
 from ragclinic.pipeline.gate.templates import render
-from ragclinic.pipeline.generate import answer_kind
+from ragclinic.pipeline.generate import answer_kind, subject_check
 from ragclinic.pipeline.generate.base import Draft
 from ragclinic.pipeline.generate.constraint_check import broken_constraints, matching_passages
 from ragclinic.pipeline.generate.constraint_check import refusal_reason as constraint_refusal
@@ -83,6 +83,26 @@ def constraint_retry(ctx, state: AskState, broken, drafts: list[Draft], flags: l
         return text, generator, "answer", claims
     text = constraint_refusal(q, broken)
     flags.append(f"constraint_refused: {note}")
+    if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
+        ctx.on_token(f"\n{text}")
+    return text, "template", "refuse", []
+
+
+def subject_retry(ctx, state: AskState, found, drafts: list[Draft], flags: list[str]):
+    """The answer is about another thing than the question's (generate/subject_check.py: "annual leave" stated,
+    "bereavement leave" asked): answer again from the passages that have the asked thing, else refuse and say what
+    the documents do give. (text, generator, route, claims)."""
+    q = state.request.question
+    note = "; ".join(dict.fromkeys(c.describe() for c in found))
+    good = subject_check.matching_passages(found, state.passages) if state.draft is None else ()
+    again = answer_again(ctx, state, good, drafts, 0, "the question asks about another thing") if good else None
+    if again and not subject_check.contrasts(q, again[2], good):
+        text, generator, claims, extra = again
+        flags += extra + [f"subject_regenerated: {note}; answered again from "
+                          f"{', '.join(f'[{p.n}]' for p in good)}"]
+        return text, generator, "answer", claims
+    text = subject_check.refusal_reason(q, found)
+    flags.append(f"subject_refused: {note}")
     if ctx.on_token:  # the draft was streamed: the user must see that it was withdrawn
         ctx.on_token(f"\n{text}")
     return text, "template", "refuse", []
