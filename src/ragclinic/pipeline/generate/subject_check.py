@@ -56,7 +56,7 @@ def contrasts(question: str, claims: Sequence[Claim], passages: Sequence[Passage
     cited = list(dict.fromkeys(unicodedata.normalize("NFKC", t) for t in cited))
     q = unicodedata.normalize("NFKC", question)
     found = _zh_contrasts(q, cited) if language_of(question) == "zh" else _en_contrasts(q, cited)
-    return list(dict.fromkeys(found))
+    return list({c.asked: c for c in reversed(found)}.values())[::-1]  # one per asked thing: the first stated
 
 
 def _stem(word: str) -> str:
@@ -99,9 +99,9 @@ def _zh_contrasts(question: str, cited: Sequence[str]) -> list[Contrast]:
     for asked in dict.fromkeys(_things(question)):
         if asked in text:
             continue
-        other = next((t for t in stated if t[-1] == asked[-1] and t != asked and t not in question), None)
-        if other is not None:
-            out.append(Contrast(asked, other))
+        kin = [t for t in dict.fromkeys(stated) if t[-1] == asked[-1] and t != asked and t not in question]
+        if kin:  # the nearest of its kind: as long as the asked thing, then sharing most of its characters
+            out.append(Contrast(asked, max(kin, key=lambda t: (len(t) == len(asked), len(set(t) & set(asked))))))
     return out
 
 
