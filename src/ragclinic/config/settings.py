@@ -26,7 +26,7 @@ KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_
 # What a KB made before a setting became KB-defining was built with (when that differs from today's default).
 LEGACY_VALUES = {"chunk_context": False, "index_plain": False}
 # What a trace recorded before a setting existed ran with: a replay of it must make the same model calls.
-TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False, "learned_retrieval": False}
+TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False, "learned_retrieval": False, "subject_check": False}
 
 
 def _default_cache_dir() -> Path:
@@ -233,6 +233,8 @@ class Settings(BaseSettings, DerivedSettings):
         None, ge=0, le=1, description="Evidence needed to answer (judge P(yes)); unset = the value calibrated for "
                                       "the judge's model (docs/settings.md), 0.5 for an uncalibrated model.")
     gate_reread: bool = Field(True, description="Read once more as the peer does before a weak-evidence refusal.")
+    subject_check: bool = Field(True, description="An answer about another thing than the one asked ('annual leave' "
+                                                  "stated, 'bereavement leave' asked) is answered again or refused.")
     gate_judge_max: int = Field(2, ge=0, le=20, description="Passages the judge scores (best word overlap first; "
                                                              "stops at the first it accepts). 0 = never judge.")
     claim_lexical_threshold: float = Field(0.5, ge=0, le=1, description="Claim support by words and numbers.")

@@ -49,6 +49,13 @@ def test_the_stated_thing_a_paraphrase_and_a_comparison_are_left_alone():
                      [_p(1, BADGE)]) == []  # nothing in the passage to contrast "building" with
     assert contrasts("What is the current price of an adult single?", [_claim("€3.40", 1)], [_p(1, FARES)]) == []
     assert contrasts("how many days of parental leave can I take?", [_claim("12 days", 2)], [_p(1, POLICY)]) == []
+    # the answer names the asked thing, which another passage shown has: it cites the wrong one, no contrast
+    parental = _p(2, "Parental leave is 16 weeks at full pay.")
+    assert contrasts("how many days of parental leave can I take?", [_claim("Parental leave is 16 weeks", 1)],
+                     [_p(1, POLICY), parental]) == []
+    # echoing the question's words does not make it about the asked thing when no passage has it
+    assert contrasts("how many days of parental leave can I take?", [_claim("Parental leave is 12 days", 1)],
+                     [_p(1, POLICY)]) != []
 
 
 def test_the_refusal_names_both_things_in_the_questions_language():

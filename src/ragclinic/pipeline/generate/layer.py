@@ -115,7 +115,8 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         unbacked = declined or unbacked
     if route == "answer" and (broken := broken_constraints(q, claims, passages)):
         text, generator, route, claims = constraint_retry(ctx, state, broken, drafts, flags)
-    if route == "answer" and _one_subject(d, passages) and (found := contrasts(q, claims, passages)):
+    if route == "answer" and ctx.settings.subject_check and _one_subject(d, passages) and (
+            found := contrasts(q, claims, passages)):
         text, generator, route, claims = subject_retry(ctx, state, found, drafts, flags)
     if route == "answer" and (typed := mistyped(q, claims, passages))[0]:
         text, generator, claims = type_retry(ctx, state, *typed, text, generator, claims, drafts, flags)

@@ -56,7 +56,16 @@ def contrasts(question: str, claims: Sequence[Claim], passages: Sequence[Passage
     cited = list(dict.fromkeys(unicodedata.normalize("NFKC", t) for t in cited))
     q = unicodedata.normalize("NFKC", question)
     found = _zh_contrasts(q, cited) if language_of(question) == "zh" else _en_contrasts(q, cited)
+    said = _flat(" ".join(c.text for c in claims))
+    shown = _flat(" ".join(p.chunk.text for p in passages))
+    # the answer names the asked thing and a passage shown has it: the answer cites the wrong one (a slip the claim
+    # check deals with), it is not about another thing
+    found = [c for c in found if not (_flat(c.asked) in said and _flat(c.asked) in shown)]
     return list({c.asked: c for c in reversed(found)}.values())[::-1]  # one per asked thing: the first stated
+
+
+def _flat(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
 def _stem(word: str) -> str:
