@@ -26,11 +26,17 @@ from ragclinic.text.lang import language_of
 from ragclinic.types import Claim, Passage
 
 _EN_WORD = re.compile(r"[a-z][a-z'’-]*|\d+(?:[.,]\d+)*")
+_EN_TOKEN = re.compile(r"([A-Za-z][A-Za-z'’-]*|\d+(?:[.,]\d+)*)()")
+_CLAUSE = re.compile(r"[,;:.!?()\[\]|/\"“”]+|\s[-–—]\s")
+# verbs that carry a question's frame, not a thing: "a footballer born in", "Noss won a Military Cross"
+_FRAME_VERBS = frozenset("""born won made played released founded directed written produced starred recorded known
+called named based located used became died married joined left led served worked lived moved built opened""".split())
 # qualifiers that do not name another thing: time, degree, order, the question's own frame
 _GENERIC = frozenset("""new old current latest last first next previous usual typical normal standard general main
 total overall full whole other same own much many more most less least few big small large little high low good
 best better per each every any some all about around roughly approximately exactly just only even still also
-get got give given take make need needs want like use used usually often really actually one""".split())
+get got give given take make need needs want like use used usually often really actually one both either neither
+such another""".split())
 _ZH_NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)\s*(千克|公斤|克|斤|毫升|升|罐|箱|袋|包|盒|瓶|件|天|个月|小时|分钟)")
 _ZH_QUARTER = re.compile(r"(?:第)?([一二三四1-4])季度")
 # heads of things that come in kinds: 年假/婚假/丧假, 运费/仓储费, 批发价/零售价, 冷藏货/冷冻货, 标准版/专业版, …
@@ -73,23 +79,35 @@ def _stem(word: str) -> str:
     return toks[0] if toks else word
 
 
-def _en_contrasts(question: str, cited: Sequence[str]) -> list[Contrast]:
-    q = _EN_WORD.findall(question.lower())
-    q_stems = {_stem(w) for w in q}
-    texts = [_EN_WORD.findall(t.lower()) for t in cited]
-    have = {_stem(w) for words in texts for w in words}
+def _en_pairs(text: str, question: bool = False) -> list[tuple[str, str]]:
+    """(qualifier, head) candidates: adjacent words within one clause (never across punctuation), the head not a
+    verb of the sentence's frame ("won", "born"); in the ``question``, the qualifier in lower case — a capitalised
+    word there is a name or part of one ("Californian rock", "Emmy Award", "Noss won"), which names get their own
+    check (constraint_check.absent_names). A passage's table cells are capitalised ("Adult day pass"): any case."""
     out = []
-    for mod, head in zip(q, q[1:]):
+    for clause in _CLAUSE.split(text):
+        words = _EN_TOKEN.findall(clause)
+        for (mod, _), (head, _) in zip(words, words[1:]):
+            if (question and mod[0].isupper()) or head.lower() in _FRAME_VERBS:
+                continue
+            out.append((mod.lower(), head.lower()))
+    return out
+
+
+def _en_contrasts(question: str, cited: Sequence[str]) -> list[Contrast]:
+    q_stems = {_stem(w) for w in _EN_WORD.findall(question.lower())}
+    have = {_stem(w) for t in cited for w in _EN_WORD.findall(t.lower())}
+    stated = [(m, h) for t in cited for m, h in _en_pairs(t)]
+    out = []
+    for mod, head in _en_pairs(question, question=True):
         if not _qualifier(mod) or head in STOPWORDS or head in _GENERIC or head[0].isdigit() or len(head) < 2:
             continue
         if _stem(mod) in have:
             continue  # the asked qualifier is in a cited passage
-        for words in texts:
-            for j in range(1, len(words)):
-                other = words[j - 1]
-                if _stem(words[j]) == _stem(head) and _qualifier(other) and _stem(other) not in q_stems \
-                        and other[0].isdigit() == mod[0].isdigit():
-                    out.append(Contrast(f"{mod} {head}", f"{other} {words[j]}"))
+        for other, word in stated:
+            if _stem(word) == _stem(head) and _qualifier(other) and _stem(other) not in q_stems \
+                    and other[0].isdigit() == mod[0].isdigit():
+                out.append(Contrast(f"{mod} {head}", f"{other} {word}"))
     return out
 
 
