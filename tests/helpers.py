@@ -8,6 +8,7 @@ from pathlib import Path
 from ragclinic.config import Settings
 from ragclinic.ingest.runner import ingest
 from ragclinic.store.kb import KnowledgeBase
+from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
 
 def build_kb(tmp: Path, docs: dict[str, str], meta: dict[str, dict] | None = None, **overrides) -> KnowledgeBase:
@@ -67,3 +68,14 @@ def register_slowfake() -> None:
 
     if "slowfake" not in EMBEDDERS.names():
         EMBEDDERS.register("slowfake", type("Slow", (FakeEmbedder,), {"model_id": "slowfake"}))
+
+
+def passage(n: int, text: str, lang: str = "en", support: float = 0.9) -> Passage:
+    """Passage [n] holding ``text`` alone (one chunk of its own document), as the generate layer's checks see it."""
+    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, lang, 20, 0)
+    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=support)
+
+
+def claim(text: str, *cited: int) -> Claim:
+    """A supported claim of an answer, citing passages ``cited``."""
+    return Claim(text, cited, "supported", 0.9, "", "test")

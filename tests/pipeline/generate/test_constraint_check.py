@@ -7,25 +7,20 @@ import re
 
 import pytest
 
-from helpers import build_kb
+from helpers import build_kb, passage
+from helpers import claim as _claim
 from ragclinic.eval.answer_form import form_violations
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.constraint_check import (absent_names, absent_note, broken_constraints,
                                                           matching_passages, refusal_reason)
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
 D2020 = "The 2020 NBA Draft was held on Wednesday, November 18, 2020, after the pandemic delayed the season."
 D2021 = "The 2021 NBA Draft was held on July 29, 2021, at the Barclays Center in Brooklyn."
 
 
-def _p(n: int, text: str) -> Passage:
-    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, "en", 20, 0)
-    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
-
-
-def _claim(text: str, *cited: int) -> Claim:
-    return Claim(text, cited, "supported", 0.9, "", "test")
+def _p(n: int, text: str):
+    return passage(n, text, "en")
 
 
 def test_an_answer_naming_another_year_from_another_years_passage_is_broken():

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from helpers import build_kb
+from helpers import build_kb, passage
+from helpers import claim as _claim
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.on_question import off_question
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
 SUDO = ("这句话出自一本很旧的 Unix 手册。如今只要在 /etc/sudoers 中加入 “%admin ALL=/sbin/reboot” 这一行，"
         "就能只让 admin 组的成员重启服务器。")
@@ -18,13 +18,8 @@ ARCHIVE = ("That rule dates from the days of tape drives. Today, run chgrp backu
            "on the archives, so only the backup group can read them.")
 
 
-def _p(n: int, text: str) -> Passage:
-    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, "zh", 20, 0)
-    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
-
-
-def _claim(text: str, *cited: int) -> Claim:
-    return Claim(text, cited, "supported", 0.9, "", "test")
+def _p(n: int, text: str):
+    return passage(n, text, "zh")
 
 
 def test_the_sentence_that_addresses_the_question_replaces_an_answer_that_shares_no_word_with_it():

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 
 from helpers import build_kb
+from helpers import claim as _claim
+from helpers import passage as _p
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.subject_check import contrasts, refusal_reason
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
 POLICY = ("Time off. Every employee gets 12 days of paid sick leave a year. Study leave of up to 5 days is granted "
           "for approved courses.")
@@ -19,15 +20,6 @@ FARES = "| Ticket | Price |\n|---|---|\n| Adult single | €3.40 |\n| Adult day 
 DEPOT = "华东仓：常温货每托盘每天收取仓储费2元，退货每单收取处理费8元。"
 SALES = "2023年第二季度销售额为1,150万元，同比增长12%。"
 BADGE = "Staff must renew their access badge every 18 months."
-
-
-def _p(n: int, text: str, lang: str = "en") -> Passage:
-    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, lang, 20, 0)
-    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
-
-
-def _claim(text: str, *cited: int) -> Claim:
-    return Claim(text, cited, "supported", 0.9, "", "test")
 
 
 def test_another_thing_of_the_same_kind_is_a_contrast():

@@ -7,23 +7,15 @@ from __future__ import annotations
 import json
 
 from helpers import build_kb
+from helpers import claim as _claim
+from helpers import passage as _p
 from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.generate.units import asked_unit, with_unit
 from ragclinic.pipeline.runner import Pipeline
-from ragclinic.types import Chunk, Claim, DocInfo, Hit, Passage
 
 CHART = "Serenity is the band's second album. Its lead single also spent ten weeks at number one on the dance chart."
 ROOM = "The Atlas meeting room on the third floor seats 40 people and has a projector."
 SUDO = "默认情况下，sudo 在 15 分钟内不会再次要求输入密码，这个时长可以在 sudoers 中修改。"
-
-
-def _p(n: int, text: str, lang: str = "en") -> Passage:
-    c = Chunk(f"c{n}", f"d{n}", text, 0, len(text), (), None, lang, 20, 0)
-    return Passage(n, Hit(c, 1.0, (), n), DocInfo(f"d{n}", f"/d{n}.md", f"Doc {n}"), support=0.9)
-
-
-def _claim(text: str, *cited: int) -> Claim:
-    return Claim(text, cited, "supported", 0.9, "", "test")
 
 
 def test_the_unit_a_question_counts_in():

@@ -20,13 +20,14 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ragclinic.text.analyzer import STOPWORDS, analyze, jieba_handle
 from ragclinic.text.lang import language_of
 from ragclinic.types import Claim, Passage
 
 _EN_WORD = re.compile(r"[a-z][a-z'’-]*|\d+(?:[.,]\d+)*")
-_EN_TOKEN = re.compile(r"([A-Za-z][A-Za-z'’-]*|\d+(?:[.,]\d+)*)()")
+_EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,]\d+)*")
 _CLAUSE = re.compile(r"[,;:.!?()\[\]|/\"“”]+|\s[-–—]\s")
 # verbs that carry a question's frame, not a thing: "a footballer born in", "Noss won a Military Cross"
 _FRAME_VERBS = frozenset("""born won made played released founded directed written produced starred recorded known
@@ -66,14 +67,19 @@ def contrasts(question: str, claims: Sequence[Claim], passages: Sequence[Passage
     shown = _flat(" ".join(p.chunk.text for p in passages))
     # the answer names the asked thing and a passage shown has it: the answer cites the wrong one (a slip the claim
     # check deals with), it is not about another thing
-    found = [c for c in found if not (_flat(c.asked) in said and _flat(c.asked) in shown)]
-    return list({c.asked: c for c in reversed(found)}.values())[::-1]  # one per asked thing: the first stated
+    out, asked = [], set()
+    for c in found:  # one per asked thing: the first stated
+        if c.asked not in asked and not (_flat(c.asked) in said and _flat(c.asked) in shown):
+            asked.add(c.asked)
+            out.append(c)
+    return out
 
 
 def _flat(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).lower().split())
 
 
+@lru_cache(maxsize=4096)
 def _stem(word: str) -> str:
     toks = analyze(word)
     return toks[0] if toks else word
@@ -87,7 +93,7 @@ def _en_pairs(text: str, question: bool = False) -> list[tuple[str, str]]:
     out = []
     for clause in _CLAUSE.split(text):
         words = _EN_TOKEN.findall(clause)
-        for (mod, _), (head, _) in zip(words, words[1:]):
+        for mod, head in zip(words, words[1:]):
             if (question and mod[0].isupper()) or head.lower() in _FRAME_VERBS:
                 continue
             out.append((mod.lower(), head.lower()))
