@@ -23,6 +23,10 @@ class DerivedSettings(BaseModel):
                                           "bench/graph/questions.jsonl (docs/graph.md).")
     graph_communities_k: int = Field(6, ge=1, le=30, description="Communities a global question's answer is mapped "
                                      "over (most relevant first).")
+    need_routing: bool = Field(True, description="Route by what the question needs, from its form and what the "
+                               "search found (reason/need.py): a set question whose evidence spans documents takes the "
+                               "documents path, an explanation asked in any form over a stated cause → effect link is "
+                               "causal. False: the cue rules alone (before issue 55).")
     graph_expand: int = Field(1, ge=0, le=5, description="Passages a specific question gains by following the graph "
                               "1-2 hops from the entities it names (0 = no expansion).")
     learn_questions: int = Field(3, ge=1, le=5, description="Questions `kb learn` asks the model to write for each "

@@ -26,7 +26,8 @@ KB_DEFINING = ("embedder", "chunk_max_tokens", "chunk_min_tokens", "overlap_min_
 # What a KB made before a setting became KB-defining was built with (when that differs from today's default).
 LEGACY_VALUES = {"chunk_context": False, "index_plain": False}
 # What a trace recorded before a setting existed ran with: a replay of it must make the same model calls.
-TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False, "learned_retrieval": False, "subject_check": False}
+TRACE_LEGACY_VALUES = {"answer_prompt": 1, "crosslingual": False, "learned_retrieval": False, "subject_check": False,
+                       "need_routing": False}
 
 
 def _default_cache_dir() -> Path:

@@ -275,7 +275,7 @@ def decision_to_dict(d: GateDecision) -> dict:
     """A gate decision's JSON; ``reread`` only when a second reading decided it (older traces write back as they
     were read)."""
     out = asdict(d)
-    for key in ("reread", "reread_reply"):
+    for key in ("reread", "reread_reply", "notes"):
         if not out.get(key):
             out.pop(key, None)
     return out

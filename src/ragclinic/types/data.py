@@ -263,6 +263,13 @@ class GateDecision:
     # the second reading's reply when it is that passage's own words (found whole, not cut off): the answer as
     # the model already gave it (generate/draft.py uses it instead of asking the model again)
     reread_reply: str = ""
+    # issue 55: what the reasoning stage found across the passages, shown to the model as notes ("Named in more
+    # than one document: …")
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.notes, list):  # read back from a trace's JSON
+            object.__setattr__(self, "notes", tuple(self.notes))
 
 
 @dataclass(frozen=True)

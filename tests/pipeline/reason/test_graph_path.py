@@ -83,7 +83,7 @@ def _trace(c, q):
 
 
 def test_a_global_question_is_answered_from_community_points_with_citations(tmp_path):
-    with graph_clinic(tmp_path) as c:
+    with graph_clinic(tmp_path, need_routing=False) as c:  # the map step alone (need routing: test_need.py)
         res, t = _trace(c, "What are the main risks discussed across these reports?")
         gate = t.span("gate").outputs
         assert gate["graph"]["kind"] == "global" and gate["graph"]["path"] == "communities"
@@ -99,8 +99,21 @@ def test_a_global_question_is_answered_from_community_points_with_citations(tmp_
         assert "corrosion" in answer.text.lower() or "late deliveries" in answer.text.lower()
 
 
+def test_a_global_question_takes_the_documents_path_with_the_communities_beside_it(tmp_path):
+    with graph_clinic(tmp_path) as c:
+        res, t = _trace(c, "What are the main risks discussed across these reports?")
+        gate = t.span("gate").outputs
+        assert gate["graph"]["need"]["kind"] == "global" and gate["graph"]["path"] == "documents+communities"
+        assert gate["decision"]["path"] == "global" and gate["decision"]["route"] == "answer"
+        marks = [p["marks"] for p in gate["passages"]]
+        assert sum("collection" in m for m in marks) >= 3
+        points = {p["chunk_id"] for m in gate["graph"]["communities"] for p in m["points"]}
+        shown = {p["hit"]["chunk"]["id"] for p in gate["passages"]}
+        assert points and points & shown  # the communities' chunks are read (here the documents hold them all)
+
+
 def test_the_same_kb_without_a_graph_answers_global_questions_from_chunks(tmp_path):
-    with graph_clinic(tmp_path, mode="") as c:
+    with graph_clinic(tmp_path, mode="", need_routing=False) as c:
         _, t = _trace(c, "What are the main risks discussed across these reports?")
         g = t.span("gate").outputs["graph"]
         assert g["kind"] == "global" and g["graph"] is False and g["path"] == "chunks"

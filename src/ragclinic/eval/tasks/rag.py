@@ -138,8 +138,15 @@ def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | No
             "conflict_stated": any(w in answer.text for w in ("disagree", "分歧")),
             "claims": len(claims), "unsupported": sum(c.verdict in ("unsupported", "contradicted") for c in claims),
             "cited": len(cited), "cited_ok": sum(c.verdict == "supported" for c in cited), "ms": round(ms, 1),
-            "lm_calls": calls, "trace_id": answer.trace_id, **_tokens(trace, ttft),
+            "lm_calls": calls, "trace_id": answer.trace_id, **_tokens(trace, ttft), **_chain(answer),
             **({"state": run_state(state_of, answer)} if state_of is not None else {})}
+
+
+def _chain(answer) -> dict[str, Any]:
+    """A causal answer's typed chain (cause → effect links) and the evidence's strength, when it has them."""
+    if not answer.causal_chain:
+        return {}
+    return {"causal_chain": [dict(c) for c in answer.causal_chain], "evidence_strength": answer.evidence_strength}
 
 
 def _tokens(trace, ttft: float | None) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def look_again(ctx, state: AskState, drafts: list[Draft], regenerate) -> tuple[A
     record.update(second_lowest=min((c.lowest for c in second.confidence), default=None),
                   second_status=second.status, ms=_ms(t0))
     if better:
-        record.update(kept="second", decision=asdict(found.decision))  # what a replay from generate starts from
+        record.update(kept="second", decision=_decision(found.decision))  # what a replay from generate starts from
         return found, record
     drafts.append(drafts.pop(-2))  # the first draft stands: it is the last again, for the checks that read it
     record.update(kept="first", why="the second answer was no more confident" if second.status == "answered"
@@ -83,3 +83,10 @@ def _search(ctx, state: AskState, queries: tuple[str, ...]) -> AskState:
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 1)
+
+
+def _decision(decision) -> dict:
+    """The decision as its JSON reads back (issue 55's ``notes`` only when there are some, as a list)."""
+    out = asdict(decision)
+    notes = out.pop("notes", ())
+    return {**out, "notes": list(notes)} if notes else out

@@ -63,6 +63,7 @@ def build_messages(inp: GenerateInput, kind: str = "short") -> list[Message]:
         a, b = number_of(inp.passages, c.chunk_a), number_of(inp.passages, c.chunk_b)
         notes.append(f"[{a}] and [{b}] disagree ({', '.join(c.values_a)} vs {', '.join(c.values_b)}): "
                      f"give both, status conflict.")
+    notes += list(inp.decision.notes)
     if inp.decision.false_premise:
         notes.append(f"Warning: {inp.decision.reason}. Correct the premise instead of accepting it.")
     if notes:

@@ -120,9 +120,8 @@ def chain_for(kb, question: str, chunk_ids: Sequence[str]) -> Chain:
     links = links_of(kb.db.conn, list(chunk_ids))
     if not links:
         return Chain((), "none", "the passages state no cause → effect link")
-    scored = sorted(links, key=lambda lk: -max(overlap(question, lk["cause"]), overlap(question, lk["effect"])))
-    seed = scored[0]
-    if max(overlap(question, seed["cause"]), overlap(question, seed["effect"])) < 0.5:
+    seed = _seed(question, links, chunk_ids[0] if chunk_ids else "")
+    if seed is None:
         return Chain((), "none", "no stated link is about what the question asks")
     chain = [seed]
     for _ in range(3):  # back: what caused the first cause
@@ -136,6 +135,21 @@ def chain_for(kb, question: str, chunk_ids: Sequence[str]) -> Chain:
             break
         chain.append(nxt)
     return Chain(tuple(chain), *_strength(chain, links))
+
+
+def _seed(question: str, links: list[dict], top_chunk: str) -> dict | None:
+    """The link a chain starts from: the one whose cause or effect the question's words cover half of; else
+    (issue 55: the rules' link ends are short, a user's words are not the document's) the link of the top-ranked
+    passage whose sentence shares most words with the question, when it shares any."""
+    def ends(lk: dict) -> float:
+        return max(overlap(question, lk["cause"]), overlap(question, lk["effect"]))
+
+    best = max(links, key=ends)
+    if ends(best) >= 0.5:
+        return best
+    top = [lk for lk in links if lk["chunk_id"] == top_chunk]
+    near = max(top, key=lambda lk: overlap(question, lk["sentence"]), default=None)
+    return near if near is not None and overlap(question, near["sentence"]) > 0 else None
 
 
 def _joins(a: str, b: str, same_doc: bool) -> bool:

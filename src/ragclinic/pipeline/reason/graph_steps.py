@@ -9,6 +9,8 @@ from typing import Any
 
 from ragclinic.pipeline.generate import check_claims
 from ragclinic.pipeline.reason import graph as graph_path
+from ragclinic.pipeline.reason import need
+from ragclinic.pipeline.reason.collection import collection_passages, family, shared_names
 from ragclinic.pipeline.retrieve.filters import resolve
 from ragclinic.types import AskState
 from ragclinic.types import Hit, Passage
@@ -94,16 +96,31 @@ def _clean_points(ctx, mapped):
 
 
 def global_step(ctx, state: AskState, decision, scored):
-    """Global and mixed questions (reason/graph.py) in a KB with a graph: the map step over the most relevant
-    communities gives passages citing their chunks — a global question is answered from them alone, a mixed one
-    from them and the chunks. → (decision, passages, the gate span's ``graph`` record)."""
+    """Global and mixed questions. With need routing (reason/need.py: the cue rules, or a set question whose
+    evidence spans documents) they take the documents path (collection.py: the best passage of each document the
+    question ranges over; a mixed one keeps its top passages first), with the graph's communities beside it when
+    the KB has a graph. Without it (before issue 55), the cue rules send them, in a KB with a graph, to the map step
+    over the communities (a global question is answered from them alone, a mixed one from them and the chunks).
+    Either way a global question is answered, never refused first. → (decision, passages, the gate span's
+    ``graph`` record)."""
 
     s, q = ctx.settings, state.request.question
     scope_of = graph_path.classify(q, s.graph_global_threshold)
     kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
+    wanted = None
+    if s.need_routing and decision.route != "clarify" and decision.path != "tools":
+        wanted = need.global_need(q, kind, state.hits, scope_of.entities, len(family(ctx.kb.db, q)[0]),
+                                  decision.route == "refuse")
+    by_need = wanted is not None
+    kind = wanted.kind if by_need else kind
     record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
-    if kind == "specific" or not record["graph"] or decision.route == "clarify" or decision.path == "tools":
+    if wanted is not None:
+        record["need"] = wanted.to_json()
+    if kind == "specific" or (not record["graph"] and not by_need) or decision.route == "clarify" \
+            or decision.path == "tools":
         return decision, scored, record
+    if by_need:
+        return _documents(ctx, state, decision, scored, kind, record)
     k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
     mapped = _clean_points(ctx, graph_path.community_evidence(ctx.kb, q, k, admit=admission(ctx, state)))
     record["communities"] = [m.to_json() for m in mapped]
@@ -122,11 +139,48 @@ def global_step(ctx, state: AskState, decision, scored):
         return decision, scored, record
     record["path"] = "communities" if kind == "global" else "chunks+communities"
     why = f"{kind} question: mapped over {len(mapped)} communit{'y' if len(mapped) == 1 else 'ies'}"
-    reason = why if decision.route != "answer" or kind == "global" else f"{decision.reason}; {why}"
     evidence = max(decision.evidence_score if kind == "mixed" else 0.0, max(m.relevance for m in mapped))
-    decision = replace(decision, route="answer", reason=reason, path=kind, path_why=why,
-                       evidence_score=round(min(1.0, evidence), 4))
-    return decision, found, record
+    return _answer(decision, kind, why, evidence), found, record
+
+
+def _answer(decision, kind: str, why: str, evidence: float):
+    """The gate's decision turned into an answer on the global / mixed path."""
+    reason = why if decision.route != "answer" or kind == "global" else f"{decision.reason}; {why}"
+    return replace(decision, route="answer", reason=reason, path=kind, path_why=why,
+                   evidence_score=round(min(1.0, evidence), 4))
+
+
+COMMUNITY_EXTRA = 2  # community passages the documents path adds when the KB has a graph
+
+
+def _documents(ctx, state: AskState, decision, scored, kind: str, record: dict):
+    """The documents path (collection.py) for a question global by need; a mixed one keeps its top three scored
+    passages first. With a graph, up to ``COMMUNITY_EXTRA`` chunks of the most relevant communities that the
+    documents do not hold join them."""
+    admit = admission(ctx, state)
+    found, rec = collection_passages(ctx, state, admit, lambda h, d: _clean(ctx, h, d))
+    record["collection"] = rec
+    if kind == "mixed":
+        have = {p.chunk.id for p in scored[:3]}
+        found = list(scored[:3]) + [p for p in found if p.chunk.id not in have]
+    if record["graph"]:
+        mapped = _clean_points(ctx, graph_path.community_evidence(ctx.kb, state.request.question,
+                                                                  ctx.settings.graph_communities_k, admit=admit))
+        record["communities"] = [m.to_json() for m in mapped]
+        have = {p.chunk.id for p in found}
+        extra = [p for p in graph_path.community_passages(ctx.kb, mapped, 1) if p.chunk.id not in have]
+        found += extra[:COMMUNITY_EXTRA]
+    if not found:
+        return decision, scored, record
+    found = graph_path.renumber(found)
+    record["path"] = "documents" + ("+communities" if record["communities"] else "")
+    docs = len({p.chunk.doc_id for p in found})
+    why = f"{kind} question: the best passages of {docs} documents ({record['need']['why']})"
+    decided = _answer(decision, kind, why, max(decision.evidence_score, 0.5))
+    if note := shared_names(found, language_of(state.request.question)):
+        record["shared_names"] = note
+        decided = replace(decided, notes=decided.notes + (note,))
+    return decided, found, record
 
 
 GLOBAL_POINTS = 10  # map-step points listed under a global answer
@@ -135,8 +189,11 @@ GLOBAL_POINTS = 10  # map-step points listed under a global answer
 def with_points(ctx, state: AskState, text: str, claims, flags: list[str]):
     """A global answer lists the map step's points it rests on, each cited (a small model's reduce names two or
     three of them; the list keeps the breadth the communities gave). Points the answer already quotes are not
-    repeated. The claims are checked again on the whole text."""
+    repeated. The claims are checked again on the whole text. On the documents path the answer rests on whole
+    passages, and the few community points beside them are context, not a list to append."""
 
+    if any("collection" in p.marks for p in state.passages):
+        return text, claims
     seen = " ".join(text.split())
     lines = []
     for p in state.passages:

@@ -17,7 +17,8 @@ from typing import Any
 from ragclinic.pipeline.context import RunContext
 from ragclinic.pipeline.gate.qtype import classify_rules
 from ragclinic.pipeline.generate.citations import check_claims, citation_of
-from ragclinic.pipeline.reason import causal, graph_steps
+from ragclinic.pipeline.reason import causal, graph_steps, need
+from ragclinic.pipeline.reason.need import Need
 from ragclinic.pipeline.reason.ambiguity import assess
 from ragclinic.pipeline.reason.planner import ToolsAnswer, answer_with_tools, tables_in_scope
 from ragclinic.pipeline.reason.route import choose_path
@@ -31,7 +32,7 @@ Record = dict[str, Any]
 # ---------------------------------------------------------------------- scope
 def rank(ctx: RunContext, state: AskState, docs) -> tuple[tuple[Hit, ...], Record | None]:
     """A causal question's hits ranked with the chains the documents state (→ the scope span's causal_ranking)."""
-    if classify_rules(state.request.question)[0] != "causal" or not causal.enabled(ctx.kb):
+    if not causal.enabled(ctx.kb) or causal_need(ctx, state.request.question, state.hits) is None:
         return state.hits, None
     return causal.rank(ctx.kb, state.request.question, state.hits, ctx.settings.causal_weights, docs,
                        admit=graph_steps.admission(ctx, state))
@@ -40,6 +41,18 @@ def rank(ctx: RunContext, state: AskState, docs) -> tuple[tuple[Hit, ...], Recor
 def expand(ctx: RunContext, state: AskState, passages: list[Passage]) -> Record | None:
     """The graph's expansion of ``passages`` (in place; → the scope span's graph record)."""
     return graph_steps.expand_passages(ctx, state, passages)
+
+
+def causal_need(ctx: RunContext, question: str, found) -> Need | None:
+    """Whether the question needs a cause → effect chain (need.py): the rules' causal type, or, with need routing
+    on, an explanation asked in any form over a link the top passages (``found``: hits or passages) state."""
+    qtype = classify_rules(question)[0]
+    if not ctx.settings.need_routing:
+        return Need("causal", "the question's type is causal") if qtype == "causal" else None
+    return need.causal_need(question, qtype, causal.passage_links(ctx.kb, list(found)[:CAUSAL_DEPTH]))
+
+
+CAUSAL_DEPTH = 8  # hits / passages whose stated links a question's explanation form is matched against
 
 
 # ---------------------------------------------------------------------- gate
@@ -57,6 +70,10 @@ def after_gate(ctx: RunContext, state: AskState, decision: GateDecision, scored)
     decision, tables = _path(ctx, state, decision, scored)
     amb = assess(state.request.question, scored, ctx.settings.ambiguity_threshold)
     decision, scored, graph = graph_steps.global_step(ctx, state, decision, scored)
+    if decision.question_type != "causal" and decision.path == "direct" and \
+            (wanted := causal_need(ctx, state.request.question, scored)) is not None:
+        decision = replace(decision, question_type="causal", type_by="need")
+        graph = {**(graph or {}), "need": wanted.to_json()}
     ambiguity = {**amb.to_json(), "original_question": state.request.original or state.request.question}
     return GateReasoning(decision, tuple(scored), tuple(t["name"] for t in tables), ambiguity, graph)
 
