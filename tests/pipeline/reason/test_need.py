@@ -175,3 +175,59 @@ def test_a_documents_path_answer_replays_frozen(tmp_path):
         res = c.consult("Which of our leases can we get out of early?", doctor=False, cache=False)
         assert c.replay(res.trace.id).text == res.answer.text
         assert c.rerun(res.trace.id, "gate").text == res.answer.text
+
+
+FROST = ("A late frost on 12 April killed half of the seedlings in the north field. The frost may have contributed to "
+         "the poor apple harvest in September.")
+FARM = "The farm shop opens at 9am and sells apples, honey and cider from the orchard."
+
+
+def _causal_clinic(tmp_path, reply, yes_prob=0.9, **settings):
+    from ragclinic import Clinic
+
+    root = tmp_path / "docs"
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in {"frost.md": FROST, "shop.md": FARM}.items():
+        (root / name).write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+    c = Clinic.open(tmp_path / "kb", model=ScriptedLanguageModel([reply], yes_prob=yes_prob), embedder="fake",
+                    judge="llm", cache_dir=tmp_path / "cache", causal_links=True, **settings)
+    c.ingest([root])
+    return c
+
+
+def test_an_attribution_asked_without_why_gets_the_typed_chain(tmp_path):
+    q = "Was it the frost that ruined the apple harvest?"
+    with _causal_clinic(tmp_path, "The frost may have contributed to the poor harvest [1].") as c:
+        res = c.consult(q, doctor=False, cache=False)
+    p = res.payload
+    gate = res.trace.span("gate").outputs
+    assert gate["decision"]["question_type"] == "causal" and gate["decision"]["type_by"] == "need"
+    assert gate["graph"]["need"]["kind"] == "causal" and "frost" in gate["graph"]["need"]["link"].lower()
+    assert p["causal_chain"] and p["evidence_strength"] in ("limited", "strong")
+    assert "causal_ranking" in res.trace.span("scope").outputs
+
+
+def test_without_need_routing_the_same_question_is_factual(tmp_path):
+    q = "Was it the frost that ruined the apple harvest?"
+    with _causal_clinic(tmp_path, "The frost may have contributed to the poor harvest [1].",
+                        need_routing=False) as c:
+        res = c.consult(q, doctor=False, cache=False)
+    assert res.trace.span("gate").outputs["decision"]["question_type"] != "causal" and not res.payload["causal_chain"]
+
+
+def test_a_question_with_an_explanation_form_but_no_stated_link_is_not_causal(tmp_path):
+    with _causal_clinic(tmp_path, "The shop opens at 9am [1].") as c:
+        res = c.consult("Did the new opening hours push sales up at the farm shop?", doctor=False, cache=False)
+    assert res.trace.span("gate").outputs["decision"]["question_type"] != "causal"
+
+
+def test_a_weak_score_does_not_refuse_an_attribution_a_passage_states(tmp_path):
+    q = "Was it the frost that ruined the apple harvest?"
+    reply = "The frost may have contributed to the poor harvest [1]."
+    with _causal_clinic(tmp_path / "off", reply, yes_prob=0.05, need_routing=False, gate_reread=False) as c:
+        assert c.consult(q, doctor=False, cache=False).answer.refused
+    with _causal_clinic(tmp_path / "on", reply, yes_prob=0.05, gate_reread=False) as c:
+        res = c.consult(q, doctor=False, cache=False)
+    decision = res.trace.span("gate").outputs["decision"]
+    assert decision["route"] == "answer" and "states the link it asks about" in decision["reason"]
+    assert not res.answer.refused

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ragclinic.pipeline.context import RunContext
+from ragclinic.pipeline.gate.gate import WEAK
 from ragclinic.pipeline.gate.qtype import classify_rules
 from ragclinic.pipeline.generate.citations import check_claims, citation_of
 from ragclinic.pipeline.reason import causal, graph_steps, need
@@ -70,12 +71,25 @@ def after_gate(ctx: RunContext, state: AskState, decision: GateDecision, scored)
     decision, tables = _path(ctx, state, decision, scored)
     amb = assess(state.request.question, scored, ctx.settings.ambiguity_threshold)
     decision, scored, graph = graph_steps.global_step(ctx, state, decision, scored)
-    if decision.question_type != "causal" and decision.path == "direct" and \
-            (wanted := causal_need(ctx, state.request.question, scored)) is not None:
-        decision = replace(decision, question_type="causal", type_by="need")
-        graph = {**(graph or {}), "need": wanted.to_json()}
+    decision, graph = _causal_step(ctx, state, decision, scored, graph)
     ambiguity = {**amb.to_json(), "original_question": state.request.original or state.request.question}
     return GateReasoning(decision, tuple(scored), tuple(t["name"] for t in tables), ambiguity, graph)
+
+
+def _causal_step(ctx: RunContext, state: AskState, decision: GateDecision, scored, graph: Record | None):
+    """A question causal by need (need.py) is typed causal; when a passage states the link it asks about, a refusal
+    on weak evidence is lifted — a yes/no attribution ("was it the heatwave that ruined the butter?") scores low as
+    a statement, yet the passage answers it ("may have contributed"). → (decision, the gate's graph record)."""
+    if decision.question_type == "causal" or decision.path != "direct" or decision.route == "clarify":
+        return decision, graph
+    wanted = causal_need(ctx, state.request.question, scored)
+    if wanted is None:
+        return decision, graph
+    decision = replace(decision, question_type="causal", type_by="need")
+    if decision.route == "refuse" and decision.reason.startswith(WEAK) and wanted.link:
+        decision = replace(decision, route="answer", reason=f"{decision.reason}; a passage states the link it asks "
+                                                            f"about: {wanted.link}")
+    return decision, {**(graph or {}), "need": wanted.to_json()}
 
 
 def _path(ctx: RunContext, state: AskState, decision: GateDecision, scored):
