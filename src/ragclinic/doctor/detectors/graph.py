@@ -24,6 +24,10 @@ class GlobalNoCommunity:
         kind = g.get("kind", "specific")
         if kind == "specific":
             return Symptom(self.name, 0.0, self.layer, "a specific question: chunks are the right evidence")
+        if g.get("path", "chunks").startswith("documents"):  # issue 55: the best passage of each document
+            docs = len((g.get("collection") or {}).get("documents", []))
+            return Symptom(self.name, 0.0, self.layer, f"{kind} question answered over the passages of {docs} "
+                           f"documents and {len(g.get('communities', []))} communities")
         if g.get("path", "chunks") != "chunks":
             return Symptom(self.name, 0.0, self.layer,
                            f"{kind} question answered over {len(g.get('communities', []))} communities")
