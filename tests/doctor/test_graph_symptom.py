@@ -12,8 +12,16 @@ from graph.helpers import graph_clinic
 Q = "What are the main risks discussed across these reports?"
 
 
+def test_without_a_graph_a_global_question_takes_the_documents_path_and_is_healthy(tmp_path):
+    with graph_clinic(tmp_path, mode="") as c:  # issue 55: routing by need (reason/need.py)
+        state, trace = c.pipeline.ask(Q)
+        assert trace.span("gate").outputs["graph"]["path"] == "documents"
+        sym = GlobalNoCommunity().detect(Exam(state, trace, c.kb, c.settings))
+        assert sym.score == 0.0 and "documents" in sym.evidence
+
+
 def test_without_a_graph_the_answer_names_the_fix(tmp_path):
-    with graph_clinic(tmp_path, mode="") as c:
+    with graph_clinic(tmp_path, mode="", need_routing=False) as c:  # the cue rules alone: top-k chunks
         res = c.consult(Q, cache=False)
         names = {s["name"] for s in res.payload["symptoms"]} if "symptoms" in res.payload else set()
         flags = res.answer.flags
@@ -35,7 +43,8 @@ def test_use_communities_reruns_a_chunk_answered_global_question_from_the_gate(t
     from ragclinic.doctor.treatments.graph import UseCommunities
     from dataclasses import replace
 
-    with graph_clinic(tmp_path, graph_global_threshold=1.01) as c:  # the rules never call a question global
+    # the rules never call a question global; the map step alone (need routing takes the documents path)
+    with graph_clinic(tmp_path, graph_global_threshold=1.01, need_routing=False) as c:
         q = "Which risks does Nordtek Components bring to the Bergen Yard?"
         state, trace = c.pipeline.ask(q)
         assert trace.span("gate").outputs["graph"]["kind"] == "specific"

@@ -137,26 +137,33 @@ def _learned(text: str, read: list[tuple[int, int]], detector) -> tuple[dict, di
     return verdicts, flagged_tails
 
 
-_TAIL_CUE = re.compile(r"\b(you|your|AI|assistants?|chatbots?|language models?|LLMs?|instructions?|users?)\b|"
-                       r"你|您|模型|助手|人工智能|系统提示|机器人|忽略|无视|指令|指示|回答|回复|输出|用户|(?<![A-Za-z])AI(?![A-Za-z])", re.I)
+# A later clause is read on its own only when it addresses someone (a bracket's content: any word for a model or
+# its answer): "检索增强生成先检索相关段落，再让语言模型依据这些段落作答" describes a model, it does not address one.
+_TAIL_CUE = re.compile(r"\b(you|your|assistants?|chatbots?|ignore|disregard|instructions?)\b|你|您|助手|人工智能|"
+                       r"系统提示|忽略|无视|指令|指示|(?<![A-Za-z])AI(?![A-Za-z])", re.I)
+_BRACKET_CUE = re.compile(_TAIL_CUE.pattern + r"|\b(models?|LLMs?|users?|answer|reply|respond|output)\b|模型|回答|回复|"
+                          r"输出|用户", re.I)
 
 
 def _tail(sentence: str) -> int | None:
-    """Where a later clause of the sentence that addresses the model begins: the last clause boundary or opening
-    bracket before the sentence's first word addressing the model, after some words of fact; None when there is
-    no such clause."""
-    cue = _TAIL_CUE.search(sentence)
-    if cue is None:
-        return None
-    head = sentence[:cue.start()]
-    opened = max(head.rfind(b) for b in _BRACKETS)
-    if opened >= 0 and not any(c in head[opened:] for c in _BRACKETS.values()):
-        bounds = [opened]  # the instruction is the bracket's content: it starts at the bracket
-    else:
-        bounds = [m.end() for m in re.finditer(r"[，,；;]\s*|\s*[（(【\[]", head)]
-    if not bounds or len(re.findall(r"[\w\u4e00-\u9fff]", sentence[:bounds[-1]])) < 6:
-        return None
-    return bounds[-1]
+    """Where a later clause of the sentence that addresses the model begins: an unclosed opening bracket before a
+    word for a model or its answer, else the last clause boundary before the sentence's first word addressing
+    the model; after some words of fact that address no one. None when there is no such clause."""
+    for cues in (_BRACKET_CUE, _TAIL_CUE):
+        cue = cues.search(sentence)
+        if cue is None:
+            continue
+        head = sentence[:cue.start()]
+        opened = max(head.rfind(b) for b in _BRACKETS)
+        if cues is _BRACKET_CUE:
+            if opened < 0 or any(c in head[opened:] for c in _BRACKETS.values()):
+                continue
+            bounds = [opened]  # the instruction is the bracket's content: it starts at the bracket
+        else:
+            bounds = [m.end() for m in re.finditer(r"[，,；;]\s*", head)]
+        if bounds and len(re.findall(r"[\w\u4e00-\u9fff]", sentence[:bounds[-1]])) >= 6:
+            return bounds[-1]
+    return None
 
 
 def _narrow(sentence: str, at: int | None) -> tuple[int, int]:
