@@ -143,10 +143,12 @@ def _arm(answer, case: Case, ms: float, calls: int, trace=None, ttft: float | No
 
 
 def _chain(answer) -> dict[str, Any]:
-    """A causal answer's typed chain (cause → effect links) and the evidence's strength, when it has them."""
-    if not answer.causal_chain:
-        return {}
-    return {"causal_chain": [dict(c) for c in answer.causal_chain], "evidence_strength": answer.evidence_strength}
+    """A causal answer's typed chain (cause → effect links) and the evidence's strength, and the notes beside an
+    answer ("the documents do not mention …"), when it has them."""
+    out: dict[str, Any] = {"notes": list(answer.notes)} if answer.notes else {}
+    if answer.causal_chain:
+        out.update(causal_chain=[dict(c) for c in answer.causal_chain], evidence_strength=answer.evidence_strength)
+    return out
 
 
 def _tokens(trace, ttft: float | None) -> dict[str, Any]:
