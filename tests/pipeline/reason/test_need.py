@@ -231,3 +231,16 @@ def test_a_weak_score_does_not_refuse_an_attribution_a_passage_states(tmp_path):
     decision = res.trace.span("gate").outputs["decision"]
     assert decision["route"] == "answer" and "states the link it asks about" in decision["reason"]
     assert not res.answer.refused
+
+
+def test_the_subject_check_leaves_an_explanation_asked_in_another_form_alone():
+    from types import SimpleNamespace
+
+    from ragclinic.pipeline.generate.layer import _one_subject
+
+    d = SimpleNamespace(question_type="factual")
+    assert not _one_subject(d, [], "How did the invoices end up going to the wrong address?")
+    assert not _one_subject(d, [], "发票怎么就寄错地址了？")
+    assert _one_subject(d, [], "How many days of bereavement leave do we get?")
+    documents = [SimpleNamespace(marks=("collection",))]
+    assert not _one_subject(d, documents, "Which of our leases can we get out of early?")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ragclinic.models.llm import LanguageModel, Message
+from ragclinic.text.lang import language_of
 
 QUESTION_TYPES = ("factual", "how-to", "comparison", "causal", "opinion", "other")
 
@@ -55,3 +56,20 @@ def classify_llm(lm: LanguageModel, question: str) -> str | None:
             Message("user", question)]
     reply = lm.chat(msgs, max_tokens=6, temperature=0.0).text.strip().lower()
     return next((t for t in QUESTION_TYPES if reply.startswith(t) or t in reply.split()), None)
+
+
+# issue 55: an explanation or an attribution asked in any form — "was it the frost that…", "how did … end up",
+# 为啥, 怎么就, 算不算…原因, 是…的功劳吗 — not only with "why" (reason/need.py decides causal with a stated link;
+# the subject check leaves such questions alone: they ask how things relate, not a fact of one thing)
+_EXPLAIN_EN = re.compile(
+    r"\b(reasons?|because|caus(e|ed|es|ing)|end(ed)? up|lead|led|result(ed|s)?|effects?|impacts?|affect(ed)?|"
+    r"happened (to|with|after|when)|once (we|they|the|it)|push(ed)?|drove|driven|ruin(ed)?|blame[ds]?|thanks to|"
+    r"due to|behind|trigger(ed|s)?|contribut\w*|responsible|how come|explain)\b|^\s*(was|is) it\b", re.I)
+_EXPLAIN_ZH = re.compile(r"为啥|为什么|为何|怎么就|怎么会|怎么[^？?，,]{0,8}了|有没有关系|有关系吗|什么关系|算不算|功劳|是不是因为|"
+                         r"因为什么|由于什么|后果|影响|结果|导致|造成|引起|带来了|归因|怪")
+
+
+def explains(question: str) -> str:
+    """The phrase by which the question asks for an explanation or an attribution ("" when none)."""
+    m = (_EXPLAIN_ZH if language_of(question) == "zh" else _EXPLAIN_EN).search(question)
+    return m.group(0) if m else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 
 from ragclinic.pipeline.context import RunContext
+from ragclinic.pipeline.gate.qtype import explains
 from ragclinic.pipeline.gate.templates import render
 from ragclinic.pipeline.generate.active import look_again, wanted
 from ragclinic.pipeline.generate.base import Draft
@@ -115,7 +116,7 @@ def _checked(ctx: RunContext, state: AskState, text: str, generator: str, drafts
         unbacked = declined or unbacked
     if route == "answer" and (broken := broken_constraints(q, claims, passages)):
         text, generator, route, claims = constraint_retry(ctx, state, broken, drafts, flags)
-    if route == "answer" and ctx.settings.subject_check and _one_subject(d, passages) and (
+    if route == "answer" and ctx.settings.subject_check and _one_subject(d, passages, q) and (
             found := contrasts(q, claims, passages)):
         text, generator, route, claims = subject_retry(ctx, state, found, drafts, flags)
     if route == "answer" and (typed := mistyped(q, claims, passages))[0]:
@@ -142,11 +143,13 @@ def _on_question(ctx: RunContext, state: AskState, text: str, claims, flags: lis
     return (again, checked) if again is not None else (text, claims)
 
 
-def _one_subject(d, passages) -> bool:
+def _one_subject(d, passages, question: str) -> bool:
     """The question asks about one thing (generate/subject_check.py): not a comparison or a causal chain (they name
-    two things or more), not a global question answered over the graph's communities (many documents' things)."""
-    return d.question_type not in ("comparison", "causal") and not any(
-        m.startswith("community=") for p in passages for m in p.marks)
+    two things or more), nor an explanation asked in another form ("how did the rye labels end up on the spelt
+    sacks?": how things relate, issue 55), not a global question answered over the graph's communities or the
+    documents path (many documents' things)."""
+    return d.question_type not in ("comparison", "causal") and not explains(question) and not any(
+        m.startswith("community=") or m == "collection" for p in passages for m in p.marks)
 
 
 _LEARNED = "learned-verifier:verifier-v1"  # the verifier the combiner was fitted with (verify/learned.py)

@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragclinic.pipeline.gate.qtype import explains
 from ragclinic.pipeline.reason.causal import overlap
 from ragclinic.text.lang import language_of
 
@@ -31,12 +32,6 @@ SPREAD = 3  # documents among the strong hits from which a set question's eviden
 STRONG = 0.75  # a hit is strong at this share of the best hit's score (retrieval scores, fused)
 LINK_MATCH = 0.5  # the question's words cover this share of one end of a stated link
 
-_EXPLAIN_EN = re.compile(
-    r"\b(reasons?|because|caus(e|ed|es|ing)|end(ed)? up|lead|led|result(ed|s)?|effects?|impacts?|affect(ed)?|"
-    r"happened (to|with|after|when)|once (we|they|the|it)|push(ed)?|drove|driven|ruin(ed)?|blame[ds]?|thanks to|"
-    r"due to|behind|trigger(ed|s)?|contribut\w*|responsible|how come|explain)\b|^\s*(was|is) it\b", re.I)
-_EXPLAIN_ZH = re.compile(r"为啥|为什么|为何|怎么就|怎么会|怎么[^？?，,]{0,8}了|有没有关系|有关系吗|什么关系|算不算|功劳|是不是因为|"
-                         r"因为什么|由于什么|后果|影响|结果|导致|造成|引起|带来了|归因|怪")
 _SET_EN = re.compile(
     r"\b(which|what) (?!(does|this|plus|less|unless|has|was|is|its)\b)\w{3,}s\b|\b(each|every) (of )?(the|our|these|those|them)\b|"
     r"\bany (\w+ ){0,2}(more than|of the|of our)\b|\b(which|what|any|none|some) of (the|our|these|those|them)\b|"
@@ -56,12 +51,6 @@ class Need:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "why": self.why, "spread": self.spread, **({"link": self.link} if self.link else {})}
-
-
-def explains(question: str) -> str:
-    """The phrase by which the question asks for an explanation or an attribution ("" when none)."""
-    m = (_EXPLAIN_ZH if language_of(question) == "zh" else _EXPLAIN_EN).search(question)
-    return m.group(0) if m else ""
 
 
 def asks_set(question: str) -> str:
