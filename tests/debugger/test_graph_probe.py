@@ -37,7 +37,7 @@ def test_entities_the_graph_never_relates_are_relation_missing(tmp_path):
 
 
 def test_a_global_answer_without_the_point_blames_the_community_step(tmp_path):
-    with graph_clinic(tmp_path, graph_communities_k=1) as c:
+    with graph_clinic(tmp_path, graph_communities_k=1, need_routing=False) as c:  # the map step alone
         d = _diagnose(c, "What are the main risks discussed across these reports?", "Erik Dahl")
         g = d.layers["graph"]
         assert g.evidence["path"] == "communities" and d.answer_right is False
@@ -49,3 +49,10 @@ def test_a_graph_that_holds_the_answer_is_ok(tmp_path):
     with graph_clinic(tmp_path) as c:
         d = _diagnose(c, "Who manages the Gdynia Plant?", "Piotr Nowak")
         assert d.layers["graph"].status == "ok"
+
+
+def test_a_documents_path_answer_whose_passages_hold_the_point_does_not_blame_the_graph(tmp_path):
+    with graph_clinic(tmp_path, graph_communities_k=1) as c:
+        d = _diagnose(c, "What are the main risks discussed across these reports?", "Erik Dahl")
+        g = d.layers["graph"]
+        assert g.evidence["path"].startswith("documents") and g.status == "ok"

@@ -43,7 +43,7 @@ def test_a_global_answers_trace_page_lists_the_communities_and_their_points(serv
     tid = _trace_of(served_graph, "What are the main risks discussed across these reports?")
     page = served_graph.get(f"/traces/{tid}").text
     assert "The knowledge graph" in page and "question scope <strong>global</strong>" in page
-    assert "answered from <strong>communities</strong>" in page
+    assert "answered from <strong>documents+communities</strong>" in page  # routing by need (issue 55)
     assert re.search(r"<code>c0-[0-9a-f]{12}</code>", page) and "points mapped" in page
     assert "path <strong>global</strong>" in page  # the gate's line
 

@@ -54,6 +54,9 @@ def probe_graph(case: Case) -> LayerReport | None:
                          answer_entity=keys[0], **evidence)
     if answers and g.get("path") not in (None, "", "chunks"):
         shown = " ".join(p["text"] for c in g.get("communities", []) for p in c["points"])
+        if ids := (g.get("collection") or {}).get("chunks"):  # the documents path (issue 55): its passages too
+            shown += " " + " ".join(t for t, in conn.execute(
+                f"SELECT text FROM chunks WHERE chunk_id IN ({','.join('?' * len(ids))})", list(ids)))
         if locate_any(answers, shown) is None:
             holder = _community_holding(conn, written, holding)
             mapped = set(evidence["communities"])
