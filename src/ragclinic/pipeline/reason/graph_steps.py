@@ -109,8 +109,8 @@ def global_step(ctx, state: AskState, decision, scored):
     kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
     wanted = None
     if s.need_routing and decision.route != "clarify" and decision.path != "tools":
-        wanted = need.global_need(q, kind, state.hits, scope_of.entities, len(family(ctx.kb.db, q)[0]),
-                                  decision.route == "refuse")
+        named = len(family(ctx.kb.db, q)[0]) if need.asks_set(q) else 0  # the titles are read for set questions only
+        wanted = need.global_need(q, kind, state.hits, scope_of.entities, named, decision.route == "refuse")
     by_need = wanted is not None
     kind = wanted.kind if by_need else kind
     record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
