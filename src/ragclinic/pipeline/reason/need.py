@@ -6,11 +6,11 @@ beside; users ask "was it the heatwave that ruined the butter?" and "is there a 
 - **causal**: the rules' causal type; or a question that asks for an explanation or an attribution in any form
   (a yes/no "was it X that…", "how did … end up", "what happened to … once …", 为啥, 怎么就, 算不算…原因, 是…的功劳吗)
   *and* a passage the search found states a cause → effect link about what it asks (the question's words cover
-  one end of a stated link). The form alone is too loose ("what made the list?"); the link alone is any question
+  half of one end of a stated link, or of its sentence). The form alone is too loose ("what made the list?"); the link alone is any question
   about an incident.
 - **global**: the rules' global score over its threshold; or a question that asks about a set (a plural "which
   …s", each / every / the rest / which of, a count of documents or events, a pattern, a timeline, what they have
-  in common; 哪些, 哪几, 各, 每, 其他, 分别, 共性, 规律) *and* whose evidence is spread: the search's strong hits come
+  in common; 哪些, 哪几, 各家, 其他, 分别, 共性, 规律) *and* whose evidence is spread: the search's strong hits come
   from ``SPREAD`` documents or more, or the question names a family of documents ("our contracts", 这三次事故), or
   the passages found would not answer it (the gate's refusal is not the first resort). ``mixed`` when it also
   names an entity.
