@@ -4,7 +4,7 @@ tests, in users' words; none is a question of bench/shapes55."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
@@ -74,20 +74,9 @@ def test_the_rules_causal_type_stays_causal():
     assert need.causal_need("Why did the seedlings die?", "causal", []).kind == "causal"
 
 
-@dataclass(frozen=True)
-class _Chunk:
-    doc_id: str
-    id: str = ""
-
-
-@dataclass(frozen=True)
-class _Hit:
-    chunk: _Chunk
-    score: float
-
-
 def _hits(*docs_scores):
-    return [_Hit(_Chunk(d, f"{d}-{i}"), s) for i, (d, s) in enumerate(docs_scores)]
+    return [SimpleNamespace(chunk=SimpleNamespace(doc_id=d, id=f"{d}-{i}"), score=s)
+            for i, (d, s) in enumerate(docs_scores)]
 
 
 def test_a_set_question_is_global_when_its_evidence_spans_documents():
@@ -102,23 +91,14 @@ def test_a_set_question_is_global_when_its_evidence_spans_documents():
     assert need.global_need("How much is a 10 kg box of oats?", "specific", spread, []) is None
 
 
-@dataclass(frozen=True)
-class _PChunk:
-    doc_id: str
-    text: str
-    language: str = "en"
-
-
-@dataclass(frozen=True)
-class _Passage:
-    n: int
-    chunk: _PChunk
+def _passage(n: int, doc_id: str, text: str):
+    return SimpleNamespace(n=n, chunk=SimpleNamespace(doc_id=doc_id, text=text, language="en"))
 
 
 def test_shared_names_lists_what_several_documents_name_but_not_the_owner_named_everywhere():
-    ps = [_Passage(1, _PChunk("d1", "Acme Farms signed with Tolley Haulage in May.")),
-          _Passage(2, _PChunk("d2", "Acme Farms buys oats from Merrow Mills. Tolley Haulage collects them.")),
-          _Passage(3, _PChunk("d3", "Acme Farms rents the Bexley depot."))]
+    ps = [_passage(1, "d1", "Acme Farms signed with Tolley Haulage in May."),
+          _passage(2, "d2", "Acme Farms buys oats from Merrow Mills. Tolley Haulage collects them."),
+          _passage(3, "d3", "Acme Farms rents the Bexley depot.")]
     note = shared_names(ps, "en")
     assert "Tolley Haulage [1][2]" in note and "Acme" not in note and "Merrow" not in note
 
@@ -234,8 +214,6 @@ def test_a_weak_score_does_not_refuse_an_attribution_a_passage_states(tmp_path):
 
 
 def test_the_subject_check_leaves_an_explanation_asked_in_another_form_alone():
-    from types import SimpleNamespace
-
     from ragclinic.pipeline.generate.layer import _one_subject
 
     d = SimpleNamespace(question_type="factual")
@@ -244,3 +222,25 @@ def test_the_subject_check_leaves_an_explanation_asked_in_another_form_alone():
     assert _one_subject(d, [], "How many days of bereavement leave do we get?")
     documents = [SimpleNamespace(marks=("collection",))]
     assert not _one_subject(d, documents, "Which of our leases can we get out of early?")
+
+
+def test_the_documents_path_reads_and_counts_only_the_tenants_own_documents(tmp_path):
+    from ragclinic import Clinic
+
+    from graph.helpers import write_docs
+
+    c = Clinic.open(tmp_path / "kb", model=None, embedder="fake", judge="lexical", cache_dir=tmp_path / "cache",
+                    llm="none")
+    c.ingest([write_docs(tmp_path / "acme", {n: DOCS[n] for n in DOCS if n != "lease-mill.md"})],
+             tags={"tenant": "acme"})
+    c.ingest([write_docs(tmp_path / "globex", {"lease-mill.md": DOCS["lease-mill.md"]})], tags={"tenant": "globex"})
+    with c:
+        acme = {d for d, in c.kb.db.conn.execute("SELECT doc_id FROM documents WHERE json_extract(tags, '$.tenant') "
+                                                  "= 'acme'")}
+        res = c.consult("Which of our leases can we get out of early?", doctor=False, cache=False,
+                        enforced={"tenant": "acme"})
+        g = res.trace.span("gate").outputs["graph"]
+        assert g["collection"]["family_docs"] == 2  # acme's two leases; globex's Mill Street lease never counts
+        assert set(g["collection"]["documents"]) <= acme
+        assert {p["hit"]["chunk"]["doc_id"] for p in res.trace.span("gate").outputs["passages"]} <= acme
+        assert "Mill Street" not in str(res.trace.span("gate").outputs) and "Parr" not in res.answer.text

@@ -37,8 +37,10 @@ def _stem(term: str) -> str:
     return _STEM.sub("", term) if term.isascii() and len(term) > 4 else term
 
 
-def family(db, question: str) -> tuple[list[str], str]:
-    """The documents whose title or file name holds a word of the question that names a few of them, and the word."""
+def family(db, question: str, readable=None) -> tuple[list[str], str]:
+    """The documents whose title or file name holds a word of the question that names a few of them, and the word.
+    ``readable(doc_id)`` (graph_steps.Admission.document): only documents the question may read count — another
+    tenant's titles never shape the answer or appear in its trace."""
     rows = db.conn.execute("SELECT doc_id, title, path FROM documents").fetchall()
     if len(rows) < 3:
         return [], ""
@@ -49,17 +51,18 @@ def family(db, question: str) -> tuple[list[str], str]:
         if len(term) < (2 if zh or not term.isascii() else 4):
             continue
         named = [d for d, title, path in rows
-                 if term in (title or "").lower() or term in PurePath(path or "").stem.lower().replace("-", " ")]
+                 if (term in (title or "").lower() or term in PurePath(path or "").stem.lower().replace("-", " "))
+                 and (readable is None or readable(d))]
         if 2 <= len(named) <= max(2, _FAMILY_MAX_SHARE * len(rows)) and len(named) > len(best[0]):
             best = (named, term)
     return best
 
 
-def collection_passages(ctx, state, admit, clean) -> tuple[list[Passage], dict]:
+def collection_passages(ctx, state, admit, clean, named: tuple[list[str], str]) -> tuple[list[Passage], dict]:
     """(passages numbered from 1, the record: family word, documents, chunks). ``admit``: graph_steps.Admission;
-    ``clean(hit, doc)``: the hit with instructions cut out, or None."""
+    ``clean(hit, doc)``: the hit with instructions cut out, or None; ``named``: the question's family (``family``)."""
     db, q = ctx.kb.db, state.request.question
-    fam, word = family(db, q)
+    fam, word = named
     ranked = list(dict.fromkeys(h.chunk.doc_id for h in sorted(state.hits, key=lambda h: -h.score)))
     order = _same_language_first(db, list(dict.fromkeys(fam + ranked)), language_of(q))[:MAX_DOCS * 2]
     q_terms = content_terms(q)

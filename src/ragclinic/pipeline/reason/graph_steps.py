@@ -59,6 +59,13 @@ class Admission:
     scoped: bool = True  # the caller's scope or tenant restricts what it may see (not only the version policy)
     _docs: dict = field(default_factory=dict)
 
+    def document(self, doc_id: str) -> bool:
+        """Whether the question may read any chunk of the document (its title may shape the answer)."""
+        if self.allowed is None and not self.enforced:
+            return True
+        rows = self.db.conn.execute("SELECT rowid, chunk_id FROM chunks WHERE doc_id = ?", [doc_id]).fetchall()
+        return any(self(rowid, chunk_id, doc_id) for rowid, chunk_id in rows)
+
     def __call__(self, rowid: int, chunk_id: str, doc_id: str) -> bool:
         if chunk_id in self.quarantined or (self.allowed is not None and rowid not in self.allowed):
             return False
@@ -107,10 +114,11 @@ def global_step(ctx, state: AskState, decision, scored):
     s, q = ctx.settings, state.request.question
     scope_of = graph_path.classify(q, s.graph_global_threshold)
     kind = "global" if state.request.graph_route == "global" and scope_of.kind == "specific" else scope_of.kind
-    wanted = None
+    wanted, named = None, ([], "")
     if s.need_routing and decision.route != "clarify" and decision.path != "tools":
-        named = len(family(ctx.kb.db, q)[0]) if need.asks_set(q) else 0  # the titles are read for set questions only
-        wanted = need.global_need(q, kind, state.hits, scope_of.entities, named, decision.route == "refuse")
+        if kind != "specific" or need.asks_set(q):  # the titles are read for set or global questions only
+            named = family(ctx.kb.db, q, admission(ctx, state).document)
+        wanted = need.global_need(q, kind, state.hits, scope_of.entities, len(named[0]), decision.route == "refuse")
     by_need = wanted is not None
     kind = wanted.kind if by_need else kind
     record = {**scope_of.to_json(), "kind": kind, "graph": enabled(ctx.kb), "communities": [], "path": "chunks"}
@@ -120,7 +128,7 @@ def global_step(ctx, state: AskState, decision, scored):
             or decision.path == "tools":
         return decision, scored, record
     if by_need:
-        return _documents(ctx, state, decision, scored, kind, record)
+        return _documents(ctx, state, decision, scored, kind, record, named)
     k = s.graph_communities_k * (2 if state.request.graph_route == "global" else 1)
     mapped = _clean_points(ctx, graph_path.community_evidence(ctx.kb, q, k, admit=admission(ctx, state)))
     record["communities"] = [m.to_json() for m in mapped]
@@ -153,12 +161,12 @@ def _answer(decision, kind: str, why: str, evidence: float):
 COMMUNITY_EXTRA = 2  # community passages the documents path adds when the KB has a graph
 
 
-def _documents(ctx, state: AskState, decision, scored, kind: str, record: dict):
+def _documents(ctx, state: AskState, decision, scored, kind: str, record: dict, named: tuple[list[str], str]):
     """The documents path (collection.py) for a question global by need; a mixed one keeps its top three scored
     passages first. With a graph, up to ``COMMUNITY_EXTRA`` chunks of the most relevant communities that the
     documents do not hold join them."""
     admit = admission(ctx, state)
-    found, rec = collection_passages(ctx, state, admit, lambda h, d: _clean(ctx, h, d))
+    found, rec = collection_passages(ctx, state, admit, lambda h, d: _clean(ctx, h, d), named)
     record["collection"] = rec
     if kind == "mixed":
         have = {p.chunk.id for p in scored[:3]}
