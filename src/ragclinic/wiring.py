@@ -104,6 +104,7 @@ class Parts:
         self._lm, self._flags, self._lm_loaded = (None if model is LOAD else model), [], model is not LOAD
         self._judge: Judge | None = None
         self._pipeline: Pipeline | None = None
+        self._arm_pipelines: dict[str, Pipeline] = {}
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -149,6 +150,14 @@ class Parts:
             lm = self.lm
             self._pipeline = pipeline(self.kb, lm, self._flags)
         return self._pipeline
+
+    def pipeline_for(self, key: str, settings: Settings) -> Pipeline:
+        """The pipeline over the same knowledge base and model with other query-time settings (an experiment's
+        arm, ``key`` naming it), with the gate threshold the knowledge base learned; kept until ``changed``."""
+        if key not in self._arm_pipelines:
+            lm = self.lm
+            self._arm_pipelines[key] = pipeline(self.kb, lm, self._flags, gate_fit.calibrated(self.kb, settings))
+        return self._arm_pipelines[key]
 
     def ingest(self, paths: Iterable[Path], *, via: Callable[..., IngestResult] | None = None,
                on_graph_progress=None, **run: Any) -> IngestResult:
@@ -205,8 +214,10 @@ class Parts:
     def changed(self) -> None:
         """The knowledge base was written (an ingest, a graph sync): the next question gets a new pipeline."""
         self._pipeline = None
+        self._arm_pipelines.clear()
 
     def close(self) -> None:
         if self._kb is not None and self._owns_kb:
             self._kb.close()
         self._kb, self._pipeline = None, None
+        self._arm_pipelines.clear()

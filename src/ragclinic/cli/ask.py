@@ -62,6 +62,9 @@ def ask_cmd(
     doctor: Optional[bool] = DoctorOption,
     interactive: bool = InteractiveOption,
     no_cache: bool = NoCacheOption,
+    session: Optional[str] = typer.Option(None, "--session", show_default=False,
+                                          help="While an experiment runs: the id its arm is assigned by (one user "
+                                               "stays in one arm) \\[default: your login name]."),
     json_out: bool = JsonOption,
 ) -> None:
     """Answer a question from the knowledge base, citing passages as \\[n].
@@ -77,7 +80,7 @@ def ask_cmd(
 
     q = Question(question, parse_pairs(scope, "--scope"), doctor, top_k, rerank,
                  cache=False if (no_cache or interactive) else None, interactive=interactive and not json_out,
-                 owner=local_user())
+                 owner=local_user(), session=session or "")
     with open_clinic(kb, llm, quiet=json_out) as clinic:
         stream = None if json_out or not sys.stdout.isatty() else _printer()
         seen = clinic.answer(q, on_token=stream, reply=_reply)

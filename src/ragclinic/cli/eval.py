@@ -28,7 +28,9 @@ KINDS = {"retrieval": ("retrieval", "qa"), "detection": ("detection",), "rag": (
 def eval_cmd(
     task: str = typer.Argument(..., help="retrieval | detection | rag | doctor", show_default=False),
     dataset: str = typer.Option(..., "--dataset", metavar="FORMAT:PATH",
-                                help="beir:FOLDER | rgb:FILE | halueval:FILE | squad:FILE | jsonl:FILE (read by path)."),
+                                help="beir:FOLDER | rgb:FILE | halueval:FILE | squad:FILE | jsonl:FILE (read by path) | "
+                                     "cases:KB (the failed-answer library of a knowledge base; cases: reads --kb's, "
+                                     "and the cases are asked against it)."),
     kb: Optional[Path] = typer.Option(None, "--kb", show_default=False,
                                       help="Knowledge base for the corpus \\[default: one per corpus under the cache folder]."),
     corpus: Optional[Path] = typer.Option(None, "--corpus", metavar="FOLDER", show_default=False,
@@ -82,7 +84,8 @@ def eval_cmd(
     items.jsonl (the checkpoint a killed run resumes from), report.md/.html with plots, and each item's
     knowledge base. Exit code 0 on success, 2 for a bad dataset or usage.
     """
-    data, chosen = _checked(task, dataset, no_doctor, ab, arms, bool(ray), rerank)
+    kb = _cases_kb(dataset, kb)
+    data, chosen = _checked(task, dataset, no_doctor, ab, arms, bool(ray), rerank, kb)
     data = _scoped(data, task, dataset, corpus, split)
     with progress_bar(json_out) as tick, _ray(ray, ray_workers, llm) as spread:
         if task == "retrieval":
@@ -121,8 +124,18 @@ def _ray(address: Optional[str], workers: int, llm: Optional[str]):
         yield RayEval(workers, Settings.load(None, llm=llm).llm)
 
 
+def _cases_kb(dataset: str, kb: Optional[Path]) -> Optional[Path]:
+    """The knowledge base a ``cases:`` set is asked against: --kb, else the library's own, else the default one."""
+    fmt, _, path = dataset.partition(":")
+    if fmt != "cases" or kb is not None:
+        return kb
+    from ragclinic.config import Settings  # on use: pydantic settings
+
+    return Path(path) if path else Settings.load(None).kb
+
+
 def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[str], ray: bool = False,
-             rerank: bool = False):
+             rerank: bool = False, kb: Optional[Path] = None):
     """The loaded dataset and the --arms (as row keys) after every usage check; the skipped records listed."""
     from ragclinic.eval.datasets import load  # on use: when the command runs (fast --help)
 
@@ -131,7 +144,7 @@ def _checked(task: str, dataset: str, no_doctor: bool, ab: bool, arms: Optional[
     if ray and (task == "detection" or (task == "retrieval" and rerank)):
         raise fail(f"--ray runs retrieval (without --rerank), rag and doctor; {task}{' --rerank' if rerank else ''} "
                    "runs locally: drop --ray")
-    data = load(dataset)
+    data = load(dataset, kb)
     if data.kind not in KINDS[task]:
         raise fail(f"task {task} needs a {' or '.join(KINDS[task])} dataset; {dataset!r} is a {data.kind} dataset")
     for p in data.problems[:20]:

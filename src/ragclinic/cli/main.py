@@ -8,7 +8,8 @@ from pathlib import Path
 # each command module imports only typer, rich and the CLI's helpers at the top; what a command needs (the pipeline,
 # numpy, the store, pydantic settings) it imports when it runs: --help stays fast (issue 33), and
 # tests/cli/test_cold_start.py fails when a heavy module is imported here again
-from ragclinic.cli import ask, check, demo, diagnose, doctor, eval, ingest, kb, learn, serve, trace  # noqa: F401  (each adds its commands)
+from ragclinic.cli import (ask, cases, check, demo, diagnose, doctor, eval, experiment, ingest, kb, learn,  # noqa: F401
+                           serve, trace)  # (each adds its commands)
 from ragclinic.cli.base import app
 
 __all__ = ["app", "main", "with_optional_values"]

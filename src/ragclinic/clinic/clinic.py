@@ -17,6 +17,7 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 
 from ragclinic import wiring
 from ragclinic.clinic.clarify import Clarifications
+from ragclinic.clinic.from_use import FromUse, unrepaired
 from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import TRACE_LEGACY_VALUES, Settings
 from ragclinic.pipeline.generate import YES_NO_WORDING
@@ -43,23 +45,24 @@ from ragclinic.trace.health import health as health_report
 from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
-from ragclinic.trace.store import load_trace
+from ragclinic.trace.store import load_trace, round_tokens, set_experiment
 from ragclinic.types import Answer, AskRequest, AskState, Hit
 
 Change = Callable[[AskState], AskState] | dict[str, Any]
 LOAD = wiring.LOAD  # Clinic(model=LOAD): load the model the ``llm`` setting names on first use
 
 
-class Clinic:
+class Clinic(FromUse):
     """One knowledge base with its models. Open with ``Clinic.open``; close (or use ``with``) when done."""
 
     def __init__(self, settings: Settings, *, model: LanguageModel | None = LOAD,
                  on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True,
-                 kb: KnowledgeBase | None = None) -> None:
+                 kb: KnowledgeBase | None = None, experiments: bool = True) -> None:
         """Prefer ``Clinic.open``. ``model``: a LanguageModel to use, None for none (extractive answers), or
         LOAD (the ``llm`` setting's, on first use). ``kb``: an already open knowledge base (left open by
-        ``close``; its owner closes it)."""
-        self.settings = settings
+        ``close``; its owner closes it). ``experiments``: False — questions never run in a running experiment's
+        arms (the evaluation harness: its questions are not users' traffic)."""
+        self.settings, self.in_experiments = settings, experiments
         self._warn = on_warning
         self.parts = wiring.Parts(settings, model=model, warn=on_warning, sync_indexes=sync_indexes, kb=kb)
         self._clarified = Clarifications(lambda: self.kb.folder, on_warning)
@@ -194,25 +197,55 @@ class Clinic:
         From the answer cache when it holds a near-identical question (no model is loaded then), else from the
         doctor or (``doctor=False``) the plain pipeline. ``on_token(piece)``: the answer text as it is written;
         ``on_span(span, state)``: each layer of the plain run as it finishes; ``reply(clarifying_question)``: the
-        user's answer when the doctor asks one back (``q.interactive``)."""
+        user's answer when the doctor asks one back (``q.interactive``). While an experiment runs
+        (docs/experiments.md), the question runs in the arm its session (else its owner) is assigned to — with the
+        arm's settings, its own answer cache, and the arm recorded in the trace and the experiment's record."""
         check_request(self.settings, q.text, q.scope_dict)  # before the cache or a trace stores any of it
-        use_doctor = self.settings.doctor if q.doctor is None else q.doctor
-        front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
+        design = self.experiments.running() if self.in_experiments else None
+        if design is None:
+            return self._consult(q, self.settings, None, on_token, on_span, reply)
+        unit = q.session or q.owner
+        arm = design.assign(unit)
+        t0 = time.perf_counter()
+        seen = self._consult(q, arm.settings_over(self.settings), (design.name, arm), on_token, on_span, reply)
+        ms = (time.perf_counter() - t0) * 1000
+        mark = {"name": design.name, "arm": arm.name}
+        if seen.trace is not None:
+            set_experiment(self.kb.db, seen.trace.id, {**mark, "unit": unit})
+        self.experiments.record(design, arm, unit, trace_id=seen.answer.trace_id, question=q.text,
+                                enforced=q.enforced_dict, cached=seen.cached, refused=seen.answer.refused, ms=ms,
+                                tokens=round_tokens(self.kb.db, seen.trace.debug_round_id) if seen.trace else 0)
+        return replace(seen, experiment=mark)
+
+    def _consult(self, q: Question, settings: Settings, arm, on_token, on_span, reply) -> Consultation:
+        """``answer`` under ``settings`` (an experiment's ``arm``: (experiment name, Arm), else None)."""
+        if arm is None:
+            use_doctor, pipeline, scope = settings.doctor if q.doctor is None else q.doctor, self.pipeline, {}
+        else:  # the arm decides the doctor when it sets it: a request's flag would undo the random split
+            name, a = arm
+            sets_doctor = "doctor" in dict(a.settings)
+            use_doctor = settings.doctor if (sets_doctor or q.doctor is None) else q.doctor
+            pipeline = self.parts.pipeline_for(f"{name}/{a.name}", settings)
+            scope = {"\x00experiment": f"{name}/{a.name}"}  # the answer cache per arm
+        front = AnswerCacheFront(self.kb, settings, enabled=q.cacheable(), warn=self._warn)
+        keyed = {**q.cache_scope(), **scope}
         try:
-            if (hit := front.lookup(q.text, q.cache_scope(), use_doctor)) is not None:
+            if (hit := front.lookup(q.text, keyed, use_doctor)) is not None:
                 return Consultation(Answer.from_json(hit), cached=True, stored=hit)
-            request, hooks = q.to_request(self.settings), q.hooks(on_token, on_span)
+            request, hooks = q.to_request(settings), q.hooks(on_token, on_span)
             later = use_doctor and q.repair == "async" and not q.interactive
             if not use_doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
-                state, trace = self.pipeline.ask(request, hooks=hooks)
+                state, trace = pipeline.ask(request, hooks=hooks)
                 answer = replace(state.answer, model_calls=len(trace.model_calls))
-                front.keep(q.text, q.cache_scope(), False, answer.to_json())
+                front.keep(q.text, keyed, False, answer.to_json())
                 return Consultation(answer, trace=trace, repair_pending=later)
-            doctor = self.doctor(interactive=q.interactive)
+            doctor = Doctor(pipeline, interactive=q.interactive)
             result = doctor.ask(request, hooks=hooks)
             result, clarified = self._clarified.follow_up(q, doctor, result, reply, hooks)
             if not clarified:  # the answer to the question with the reply merged in is never kept for the question
-                front.keep(q.text, q.cache_scope(), True, result.to_json())
+                front.keep(q.text, keyed, True, result.to_json())
+            if settings.cases_from_doctor and unrepaired(result):
+                self.cases.file(result.trace, source="doctor", comment=unrepaired(result))
             return Consultation(_doctored(result), result, trace=result.trace, clarification=clarified)
         finally:
             front.close()

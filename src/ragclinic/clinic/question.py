@@ -28,7 +28,8 @@ class Question:
     ``doctor`` / ``cache`` / ``top_k`` / ``rerank``: None follows the settings. ``interactive``: an ambiguous
     question gets one clarifying question back. ``repair``: "sync" (the doctor examines and repairs before the
     answer is returned) or "async" (the plain answer now; ``Clinic.repair`` runs the doctor on its trace later).
-    A cached repaired answer is returned either way."""
+    A cached repaired answer is returned either way. ``session``: what a running experiment assigns the question's
+    arm by (a user stays in one arm); "" uses ``owner``."""
 
     text: str
     scope: Pairs = ()
@@ -42,6 +43,7 @@ class Question:
     owner: str = ""
     debug_round_id: str = ""
     repair: str = "sync"
+    session: str = ""  # what an experiment assigns an arm by (the server's session or key); "" → ``owner``
 
     def __post_init__(self) -> None:  # dicts and lists in, tuples kept: the request stays frozen
         if self.repair not in REPAIR_MODES:
@@ -115,6 +117,7 @@ class Consultation:
     stored: Mapping[str, Any] | None = None
     repair: Mapping[str, Any] | None = None
     view: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    experiment: Mapping[str, str] | None = None  # {name, arm} when an experiment's arm answered
 
     def to_json(self) -> dict[str, Any]:
         """The `ask --json` object: the cached record as kept; else the doctor's result (the answer, its symptoms,
@@ -128,6 +131,8 @@ class Consultation:
             out["clarification"] = self.clarification.to_json()
         if self.repair is not None:
             out["repair"] = dict(self.repair)
+        if self.experiment is not None:
+            out["experiment"] = dict(self.experiment)
         return self.view(out) if self.view is not None else out
 
     @property

@@ -288,6 +288,9 @@ class Settings(BaseSettings, DerivedSettings):
     doctor_refusal_coverage: float = Field(0.6, ge=0, le=1.01, description="A refusal's first retrieval was strong "
                                            "(nothing re-run) when its best passage holds at least this share of the "
                                            "question's content words; 1.01 = always weak.")
+    cases_from_doctor: bool = Field(False, description="File every answer the doctor could not repair (symptoms "
+                                    "found, no repair kept) in the failed-answer library, beside the answers users "
+                                    "rate unhelpful (docs/cases.md).")
 
     # --- `ragclinic serve`: the doctor in the background (docs/server.md, "Repair in the background")
     repair_queue_max: int = Field(16, ge=0, le=1000, description="`\"repair\": \"async\"`: answers that may wait "

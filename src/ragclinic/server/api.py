@@ -30,7 +30,7 @@ from ragclinic.server.deps import Caller, state
 from ragclinic.server.errors import ApiError, no_trace
 from ragclinic.server.sse import Job, JobResponse, span_event, sse_body
 from ragclinic.server.ui_parts import local_paths, own_trace, seen_by
-from ragclinic.trace.store import add_feedback, list_traces
+from ragclinic.trace.store import list_traces
 
 Scope = dict[str, str]
 
@@ -73,6 +73,8 @@ class AskBody(BaseModel):
     # "async": the plain answer at once, the doctor after it (its outcome: the answer's `repair` object, then
     # GET /v1/repairs/{trace_id}, or the `improved` / `repair_outcome` events of the same stream)
     repair: Literal["sync", "async"] = "sync"
+    # a running experiment assigns the arm by this (one user stays in one arm); default: the key
+    session: str | None = Field(None, min_length=1, max_length=128)
 
 
 class RetrievalBody(BaseModel):
@@ -96,6 +98,7 @@ class FeedbackBody(BaseModel):
     trace_id: str = Field(min_length=1, max_length=64)
     rating: Literal[1, -1]
     note: str = ""  # at most max_feedback_note_chars (bounded)
+    expected: list[str] = Field(default_factory=list, max_length=20)  # the right answer (alternatives), each bounded
 
 
 # ---------------------------------------------------------------------- ask
@@ -120,7 +123,7 @@ def consult(rc, body: AskBody, who: Principal, on_token, on_span):
     """The clinic's consultation for ``body``, observed (metrics, telemetry) and as ``who`` may see it; with
     ``repair="async"`` its trace queued for the doctor and the payload's ``repair`` saying so."""
     q = Question(body.question, body.scope or (), body.doctor, body.top_k, enforced=who.enforced,
-                 repair=body.repair)
+                 repair=body.repair, session=body.session or who.key_id)
     with rc.pool.reader() as clinic:
         seen = clinic.answer(q, on_token=on_token, on_span=on_span)
     rc.metrics.observe_answer(seen)
@@ -324,9 +327,9 @@ def applying(apply: bool):
 
 @router.post("/feedback", tags=["traces"])
 def feedback(body: FeedbackBody, request: Request, who: Principal = Caller) -> dict:
-    """A rating (1 or -1) and a note, stored with the trace."""
+    """A rating (1 or -1), a note and optionally the right answer (`expected`), stored with the trace; an unhelpful
+    rating files the answer in the failed-answer library (`case`: its id, else null)."""
     with state(request).pool.writing() as clinic:
         t = own_trace(clinic, body.trace_id, who)
-        n = add_feedback(clinic.kb.db, t.id, {"rating": body.rating, "note": body.note, "created": time.time(),
-                                              "key": who.key_id})
-    return {"ok": True, "trace_id": t.id, "feedback": n}
+        done = clinic.feedback(t.id, body.rating, body.note, body.expected, key=who.key_id)
+    return {"ok": True, "trace_id": t.id, "feedback": done["feedback"], "case": done["case"]}

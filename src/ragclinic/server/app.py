@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ragclinic.config import Settings
-from ragclinic.server import api, errors, learning, openai_api, ui, ui_diagnose, ui_health, ui_scans
+from ragclinic.server import api, errors, experiments, learning, openai_api, ui, ui_diagnose, ui_health, ui_scans
 from ragclinic.server.admission import Asks
 from ragclinic.server.auth import Keys, Principal
 from ragclinic.server.deps import ServerState, TooManyAttempts, principal
@@ -95,6 +95,8 @@ def create_app(settings: Settings, keys: Keys | None = None, *, model=None, read
     app.include_router(ui_health.router)  # the health page (admin keys)
     app.include_router(learning.router)  # kb learn in the background (admin keys)
     app.include_router(ui_scans.router)  # the page picture beside a passage read by OCR
+    app.include_router(experiments.router)  # online experiments and the failed-answer library (admin API)
+    app.include_router(experiments.pages)  # the UI's Experiments page
     _install_docs(app)
     # outermost: a request for another host, or from another origin, is refused before anything reads it
     app.add_middleware(BrowserGuard, state=lambda: app.state.rc)

@@ -44,6 +44,8 @@ class ChatBody(BaseModel):
     # ragclinic's own, optional: the same as /v1/ask's
     scope: dict[str, str] | None = None
     doctor: bool = True
+    # OpenAI's end-user id: a running experiment assigns the arm by it (default: the key)
+    user: str | None = Field(None, min_length=1, max_length=128)
 
 
 def _text(m: ChatMessage) -> str:
@@ -96,7 +98,8 @@ def model(model_id: str, _who: Principal = Caller) -> dict:
 async def chat_completions(body: ChatBody, request: Request, who: Principal = Caller):
     rc = state(request)
     check_messages(rc.settings, body.messages)
-    ask = AskBody(question=question_of(body.messages, rc.settings), scope=body.scope, doctor=body.doctor)
+    ask = AskBody(question=question_of(body.messages, rc.settings), scope=body.scope, doctor=body.doctor,
+                  session=body.user)
     created = int(time.time())
     holder = holder_of(request, who)
     if body.stream:

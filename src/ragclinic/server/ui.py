@@ -36,7 +36,7 @@ from ragclinic.server.guard import cross_site
 from ragclinic.server.admission import holder_of
 from ragclinic.server.sse import Job, JobResponse, sse_body
 from ragclinic.trace.model import QUERY_LAYERS
-from ragclinic.trace.store import add_feedback, list_traces
+from ragclinic.trace.store import list_traces
 from ragclinic.types import Answer
 
 HERE = Path(__file__).parent
@@ -245,10 +245,10 @@ def feedback_fragment(request: Request, trace_id: str = Form(...), rating: int =
     check_text(state(request).settings, note, "note", "max_feedback_note_chars")
     with state(request).pool.writing() as clinic:
         t = ui_parts.own_trace(clinic, trace_id, caller)
-        add_feedback(clinic.kb.db, t.id, {"rating": rating, "note": note, "created": dt.datetime.now().timestamp(),
-                                          "key": caller.key_id})
+        done = clinic.feedback(t.id, rating, note, key=caller.key_id)  # unhelpful: filed in the case library
+    filed = " and filed as a case for the debugger" if done["case"] else ""
     return HTMLResponse(f'<p class="small ok">thank you — "{"helpful" if rating == 1 else "not helpful"}" saved with '
-                        'the trace</p>')
+                        f'the trace{filed}</p>')
 
 
 # ---------------------------------------------------------------------- passages and traces

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from ragclinic.errors import StoreError, disk_problem
-from ragclinic.store import causal, graph, learned, tables
+from ragclinic.store import cases, causal, experiments, graph, learned, tables
 from ragclinic.types import Table
 
 SCHEMA_VERSION = 4  # 2: documents.tags; 3: traces; 4: sql_tables (store/tables.py)
@@ -59,7 +59,8 @@ def connect(path: Path) -> sqlite3.Connection:
         # NORMAL in WAL mode is durable against a killed process (what we promise), not power loss.
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA + graph.SCHEMA + learned.SCHEMA)
+        conn.executescript(_SCHEMA + tables.SCHEMA + causal.SCHEMA + graph.SCHEMA + learned.SCHEMA + experiments.SCHEMA
+                           + cases.SCHEMA)
         return conn
     except sqlite3.DatabaseError as e:
         if message := disk_problem(e, path.parent):  # the database is fine: its disk is full or read-only

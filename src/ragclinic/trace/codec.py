@@ -244,7 +244,8 @@ def trace_to_dict(t) -> JSON:
             "spans": [span_to_dict(s) for s in t.spans], "model_calls": [_call_to_dict(c) for c in t.model_calls],
             "final": dict(t.final), "parent_id": t.parent_id, "rerun_from": t.rerun_from,
             "symptoms": [s.to_json() for s in t.symptoms], "repairs": [r.to_json() for r in t.repairs],
-            "request": dict(t.request), "doctor": dict(t.doctor), "feedback": [dict(f) for f in t.feedback]}
+            "request": dict(t.request), "doctor": dict(t.doctor), "feedback": [dict(f) for f in t.feedback],
+            **({"experiment": dict(t.experiment)} if t.experiment else {})}  # only when an experiment assigned it
 
 
 def trace_fields(d: JSON, span: Callable[..., Any], call: Callable[..., Any]) -> JSON:

@@ -97,6 +97,7 @@ class Trace:
     request: dict[str, Any] = field(default_factory=dict)  # the AskRequest (with any treatment's changes)
     doctor: dict[str, Any] = field(default_factory=dict)  # the doctor's outcome: answer kept, budget used
     feedback: tuple[dict[str, Any], ...] = ()  # users' ratings (1 / -1) and notes, newest last
+    experiment: dict[str, Any] = field(default_factory=dict)  # {name, arm, unit} when an experiment assigned it
 
     def span(self, layer: str) -> Span | None:
         """The layer's span that produced the state (not one that ended in an error)."""

@@ -13,12 +13,15 @@ from ragclinic.trace.model import Trace
 
 def save_trace(db: Database, trace: Trace) -> None:
     """Insert or replace the trace; ratings stored since it was loaded (``add_feedback`` while the doctor worked on
-    it in the background) are kept."""
+    it in the background) and its experiment arm (``set_experiment``) are kept."""
     with db.transaction():
         row = db.conn.execute("SELECT data FROM traces WHERE id = ?", [trace.id]).fetchone()
-        stored = json.loads(row[0]).get("feedback", []) if row else []  # Python's reader: a stored NaN is fine
+        before = json.loads(row[0]) if row else {}  # Python's reader: a stored NaN is fine
+        stored = before.get("feedback", [])
         if any(f not in trace.feedback for f in stored):
             trace = replace(trace, feedback=trace.feedback + tuple(f for f in stored if f not in trace.feedback))
+        if before.get("experiment") and not trace.experiment:  # set_experiment's, also kept
+            trace = replace(trace, experiment=before["experiment"])
         db.conn.execute(
             "INSERT OR REPLACE INTO traces (id, debug_round_id, parent_id, created, query, route, data) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -81,10 +84,28 @@ def list_traces(db: Database, limit: int = 20, round_id: str | None = None, *, r
 def add_feedback(db: Database, trace_id: str, entry: dict[str, Any]) -> int:
     """Append a rating to a trace's record (in place: nothing else of the trace is rewritten, so a doctor saving
     it meanwhile loses nothing, nor does this); how many it now has."""
-    trace_id = load_trace(db, trace_id).id
+    d = _update(db, load_trace(db, trace_id).id, lambda d: d.update(feedback=[*d.get("feedback", []), entry]))
+    return len(d["feedback"])
+
+
+def set_experiment(db: Database, trace_id: str, experiment: dict[str, Any]) -> None:
+    """Record on the trace the experiment arm it was answered in (in place, as ``add_feedback``)."""
+    _update(db, trace_id, lambda d: d.update(experiment=experiment))
+
+
+def round_tokens(db: Database, debug_round_id: str) -> int:
+    """Model tokens (prompt and completion) of every trace of a round: a question's run and the doctor's re-runs."""
+    (n,) = db.conn.execute(
+        "SELECT COALESCE(SUM(json_extract(c.value, '$.prompt_tokens') + json_extract(c.value, '$.completion_tokens'))"
+        ", 0) FROM traces t, json_each(t.data, '$.model_calls') c WHERE t.debug_round_id = ?",
+        [debug_round_id]).fetchone()
+    return int(n)
+
+
+def _update(db: Database, trace_id: str, change) -> dict[str, Any]:
     with db.transaction():  # read and written in one transaction: a save in between cannot interleave
         (data,) = db.conn.execute("SELECT data FROM traces WHERE id = ?", [trace_id]).fetchone()
         d = json.loads(data)
-        d["feedback"] = [*d.get("feedback", []), entry]
+        change(d)
         db.conn.execute("UPDATE traces SET data = ? WHERE id = ?", [json.dumps(d, ensure_ascii=False), trace_id])
-    return len(d["feedback"])
+    return d

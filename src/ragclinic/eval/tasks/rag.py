@@ -93,7 +93,7 @@ def _case_clinic(tmp: Path, docs: tuple[str, ...], base_settings, lm, active: fl
         (root / f"p{i}.txt").write_text(d, encoding="utf-8")
     settings = Settings.load(tmp / "kb", **{"embedder": "e5", "retriever": "hybrid", **_run_settings(base_settings),
                                             "top_k": PASSAGES, "context_k": PASSAGES, "active_retrieval": active})
-    clinic = Clinic(settings, model=lm)
+    clinic = Clinic(settings, model=lm, experiments=False)
     clinic.ingest([root])
     return clinic
 
@@ -101,7 +101,8 @@ def _case_clinic(tmp: Path, docs: tuple[str, ...], base_settings, lm, active: fl
 def _shared_clinic(shared_kb, base_settings, lm, active: float) -> Clinic:
     """A clinic over the caller's knowledge base (``--kb``, ``--corpus``), with the run's settings over its own."""
     over = {k: v for k, v in _run_settings(base_settings).items() if k in ("answer_cache",)}
-    return Clinic(shared_kb.settings.model_copy(update={**over, "active_retrieval": active}), model=lm, kb=shared_kb)
+    return Clinic(shared_kb.settings.model_copy(update={**over, "active_retrieval": active}), model=lm, kb=shared_kb,
+                  experiments=False)
 
 
 def _run_settings(base_settings: dict) -> dict:

@@ -1,0 +1,47 @@
+"""What the Clinic learns from use (issue 56): its online experiments, its library of failed answers, and the
+ratings that fill the library. A mixin of ``Clinic`` (clinic.py), kept apart to keep that module readable."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ragclinic.cases.library import Cases
+from ragclinic.errors import RagclinicError
+from ragclinic.experiment.service import Experiments
+from ragclinic.trace.store import add_feedback
+
+
+class FromUse:
+    @property
+    def experiments(self) -> Experiments:
+        """The knowledge base's online experiments (docs/experiments.md): ``start``, ``stop``, ``status``,
+        ``listed``, ``report``."""
+        return Experiments(self.kb.db, self.settings)
+
+    @property
+    def cases(self) -> Cases:
+        """The failed-answer library (docs/cases.md): ``listed``, ``show``, ``expect``, ``diagnose``, ``export``."""
+        return Cases(self.kb.db, self.diagnose)
+
+    def feedback(self, trace_id: str, rating: int, note: str = "", expected: Sequence[str] = (), *, key: str = "",
+                 enforced: dict[str, str] | None = None) -> dict[str, Any]:
+        """Rate an answer: 1 (helpful) or -1 (not), with a note and, optionally, the answer that would have been
+        right. Kept on the trace; an unhelpful rating files the answer in the failed-answer library. ``enforced``:
+        the caller's tenant tags (only its own traces). → {"trace_id", "feedback": ratings now, "case": id or
+        None}."""
+        if rating not in (1, -1):
+            raise RagclinicError(f"rating {rating!r}: 1 (helpful) or -1 (not helpful)")
+        t = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
+        n = add_feedback(self.kb.db, t.id, {"rating": rating, "note": note, "created": time.time(), "key": key,
+                                            **({"expected": list(expected)} if expected else {})})
+        case = self.cases.file(self.trace(t.id), comment=note, expected=expected) if rating == -1 else None
+        return {"trace_id": t.id, "feedback": n, "case": case}
+
+
+def unrepaired(result) -> str:
+    """Why the doctor's answer counts as unrepaired ("" when it does not): symptoms found and no repair kept."""
+    if result.symptoms and not any(r.accepted for r in result.repairs):
+        return "the doctor could not repair: " + ", ".join(dict.fromkeys(x.name for x in result.symptoms))
+    return ""

@@ -1,0 +1,121 @@
+"""The failed-answer library: an unhelpful rating files a case (one per trace), an expected answer lets the debugger
+localise it, answers the doctor could not repair are filed when asked to, a tenant sees only its own cases, and the
+library is an evaluation set (`cases:KB`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import BOND_DOCS
+from ragclinic import Clinic
+from ragclinic.cases.library import NoCase
+from ragclinic.clinic.question import Question
+from ragclinic.errors import RagclinicError
+from ragclinic.eval.datasets import DatasetError, load
+from ragclinic.models.fake_llm import ScriptedLanguageModel
+
+RIGHT = "Short-dated treasury bills are the usual proxy for the risk-free rate [1]."
+WRONG = "Long-dated corporate bonds are the usual proxy for the risk-free rate [1]."
+Q = "What is usually used as a proxy for the risk-free rate?"
+
+
+def _open(tmp_path, replies, **settings):
+    root = tmp_path / "docs"
+    if not root.exists():
+        root.mkdir()
+        for name, text in BOND_DOCS.items():
+            (root / name).write_text(text, encoding="utf-8")
+    c = Clinic.open(tmp_path / "kb", model=ScriptedLanguageModel(list(replies), yes_prob=0.9), embedder="fake",
+                    judge="llm", cache_dir=tmp_path / "cache", answer_cache=False, **settings)
+    c.ingest([root])
+    return c
+
+
+def test_an_unhelpful_rating_files_one_case_per_trace(tmp_path):
+    with _open(tmp_path, [WRONG] * 10) as c:
+        t = c.ask(Q, doctor=False).trace_id
+        assert c.feedback(t, 1)["case"] is None and c.cases.listed() == []
+        first = c.feedback(t, -1, "bonds are not the proxy")["case"]
+        again = c.feedback(t, -1, "still wrong", ["treasury bills"])["case"]
+        assert first == again
+        [case] = c.cases.listed()
+        assert case["question"] == Q and case["answer"] == WRONG.replace(" [1]", " [1]")
+        assert case["comment"] == "bonds are not the proxy\nstill wrong" and case["expected"] == ["treasury bills"]
+        assert case["source"] == "rating" and case["enforced"] == {}
+        assert len(c.trace(t).feedback) == 3  # the ratings stay on the trace
+        with pytest.raises(RagclinicError, match="1 \\(helpful\\) or -1"):
+            c.feedback(t, 0)
+
+
+def test_the_debugger_localises_cases_with_an_expected_answer_and_says_what_the_others_need(tmp_path):
+    with _open(tmp_path, [WRONG] * 40) as c:
+        with_expected = c.feedback(c.ask(Q, doctor=False).trace_id, -1, "wrong", ["treasury bills"])["case"]
+        other = c.ask("How are bond prices and yields related?", doctor=False).trace_id
+        without = c.feedback(other, -1, "no")["case"]
+        done = c.cases.diagnose()
+        by_id = {x["id"]: x for x in done["cases"]}
+        assert by_id[with_expected]["by"] == "debugger" and by_id[with_expected]["answer_right"] is False
+        assert by_id[with_expected]["layer"] in ("retrieve", "scope", "gate", "generate")
+        assert by_id[without]["layer"] == "unlocalised" and f"cases expect {without}" in by_id[without]["why"]
+        assert sum(done["layers"].values()) == 2
+        assert c.cases.show(with_expected)["diagnosis"]["layer"] == by_id[with_expected]["layer"]  # kept
+        c.cases.expect(without, ["inversely"])
+        assert c.cases.show(without)["expected"] == ["inversely"]
+
+
+def test_the_library_is_an_evaluation_set(tmp_path):
+    with _open(tmp_path, [WRONG] * 10) as c:
+        c.feedback(c.ask(Q, doctor=False).trace_id, -1, "wrong", ["treasury bills"])
+        c.feedback(c.ask("How are bond prices and yields related?", doctor=False).trace_id, -1, "no")
+        exported = c.cases.export()
+    assert [(r["question"], r["answers"]) for r in exported] == [(Q, ["treasury bills"])]
+    loaded = load("cases:", tmp_path / "kb")
+    assert [(i.question, i.answers) for i in loaded.data] == [(Q, (("treasury bills",),))]
+    assert len(loaded.problems) == 1 and "cases expect" in loaded.problems[0].message
+    with pytest.raises(DatasetError, match="no knowledge base there"):
+        load(f"cases:{tmp_path / 'nowhere'}")
+
+
+def test_an_empty_library_says_how_cases_come_to_be(tmp_path):
+    with _open(tmp_path, [RIGHT]) as c:
+        c.ask(Q, doctor=False)
+    with pytest.raises(DatasetError, match="library is empty"):
+        load(f"cases:{tmp_path / 'kb'}")
+
+
+def test_a_tenant_sees_only_its_own_cases(tmp_path):
+    with _open(tmp_path, [WRONG] * 10) as c:
+        mine = c.answer(Question(Q, doctor=False, enforced={"tenant": "acme"})).answer.trace_id
+        theirs = c.answer(Question(Q, doctor=False, enforced={"tenant": "globex"})).answer.trace_id
+        case = c.feedback(mine, -1, enforced={"tenant": "acme"})["case"]
+        c.feedback(theirs, -1, enforced={"tenant": "globex"})
+        assert [x["id"] for x in c.cases.listed(enforced={"tenant": "acme"})] == [case]
+        other = c.cases.listed(enforced={"tenant": "globex"})[0]["id"]
+        with pytest.raises(NoCase):
+            c.cases.show(other, {"tenant": "acme"})
+        assert len(c.cases.listed()) == 2  # the admin sees both
+
+
+def test_answers_the_doctor_could_not_repair_are_filed_when_asked(tmp_path):
+    with _open(tmp_path, [WRONG] * 60, cases_from_doctor=True) as c:
+        result = c.answer(Question(Q, doctor=True))  # the claim is unsupported and no vote makes it better
+        assert [s.name for s in result.result.symptoms] == ["unsupported_claim"]
+        assert not any(r.accepted for r in result.result.repairs)
+        [found] = c.cases.listed(source="doctor")
+        assert found["trace_id"] == result.trace.id and found["comment"].startswith("the doctor could not repair")
+        [placed] = c.cases.diagnose()["cases"]  # no expected answer: the doctor's symptom places it
+        assert (placed["layer"], placed["by"]) == ("generate", "doctor")
+    with _open(tmp_path, [WRONG] * 60) as c:  # off by default
+        c.answer(Question(Q + " ", doctor=True))
+        assert len(c.cases.listed(source="doctor")) == 1
+
+
+def test_the_export_is_json_lines_the_jsonl_loader_reads(tmp_path):
+    with _open(tmp_path, [WRONG] * 10) as c:
+        c.feedback(c.ask(Q, doctor=False).trace_id, -1, "wrong", ["treasury bills"])
+        rows = c.cases.export()
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [i.question for i in load(f"jsonl:{path}").data] == [Q]
