@@ -67,3 +67,24 @@ def test_the_bootstrap_interval_covers_the_difference_of_medians():
     lo, hi = stats.bootstrap_diff(a, b)
     assert lo <= 50.0 <= hi and hi - lo < 10
     assert stats.bootstrap_diff([], b) is None
+
+
+def test_the_stop_rule_needs_more_than_the_fixed_test_and_its_size_has_the_power():
+    fixed, seq = stats.sample_size(0.5, 0.65), stats.sequential_sample_size(0.5, 0.65, tau=0.1)
+    assert fixed < seq < 4 * fixed
+    assert stats.sequential_sample_size(0.5, 0.5) is None and stats.sequential_sample_size(1.0, 0.0) >= 2
+    rnd = random.Random(9)
+    found = 0
+    for _ in range(60):  # at the size the report says, the always-valid rule finds the difference ≥ 80% of the time
+        order = [rnd.randrange(2) for _ in range(3 * seq)]
+        a = [int(rnd.random() < 0.5) for _ in range(3 * seq)]
+        b = [int(rnd.random() < 0.65) for _ in range(3 * seq)]
+        trail = stats.msprt_p(a, b, order, 0.1, min_each=30)
+        counts, reached = [0, 0], None
+        for i, arm in enumerate(order):
+            counts[arm] += 1
+            if min(counts) >= seq:
+                reached = i
+                break
+        found += trail[reached] <= 0.05
+    assert found / 60 >= 0.75

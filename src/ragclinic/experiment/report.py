@@ -101,9 +101,12 @@ def compare(design: Design, base: str, other: str, rows: Sequence[dict[str, Any]
     p_valid = p_seq[-1] if p_seq else 1.0
     p1, p2 = (k1 / n1 if n1 else None), (k2 / n2 if n2 else None)
     diff = p2 - p1 if n1 and n2 else None
-    planned = stats.sample_size(0.5, 0.5 + design.mde, design.alpha, design.power)  # the worst case p = 0.5
-    observed = stats.sample_size(p1, p2, alpha, design.power) if diff else None
+    # what the stop rule needs: for the observed difference, else for the planned one at the worst case p = 0.5
+    planned = stats.sequential_sample_size(0.5, 0.5 + design.mde, alpha, design.power, design.mde)
+    observed = stats.sequential_sample_size(p1, p2, alpha, design.power, design.mde) if diff else None
     need = observed if observed is not None else planned
+    fixed = stats.sample_size(p1, p2, alpha, design.power) if diff else stats.sample_size(
+        0.5, 0.5 + design.mde, alpha, design.power)
     enough = n1 >= design.min_rated and n2 >= design.min_rated
     if enough and p_valid <= alpha:
         verdict, why = (other if diff > 0 else base), (f"always-valid p = {p_valid:.4f} ≤ α = {alpha:g} with "
@@ -122,6 +125,7 @@ def compare(design: Design, base: str, other: str, rows: Sequence[dict[str, Any]
             "ci": list(ci) if ci else None, "alpha": alpha, "p_fixed": stats.two_proportion_p(k1, n1, k2, n2),
             "p_always_valid": p_valid, "p_always_valid_trail": [round(p, 6) for p in p_seq],
             "sample_size_per_arm": need, "needed_more_per_arm": max(0, need - min(n1, n2)) if need else None,
+            "fixed_sample_size_per_arm": fixed,
             "winner": verdict or None, "stop": bool(verdict), "why": why,
             "p50_ms_difference": (float(np.median(other_ms) - np.median(base_ms)) if base_ms and other_ms else None),
             "p50_ms_ci": list(lat) if lat else None}

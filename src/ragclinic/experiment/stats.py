@@ -64,6 +64,37 @@ def sample_size(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8) -
     return math.ceil(num * num / (p2 - p1) ** 2)
 
 
+def sequential_sample_size(p1: float, p2: float, alpha: float = 0.05, power: float = 0.8, tau: float = 0.1,
+                           limit: int = 10_000_000) -> int | None:
+    """Observations each arm needs for the always-valid test (``msprt_p`` with mixing ``tau``) to reach ``alpha``
+    with probability ≥ ``power``: the smallest n at which the observed difference, ``power``'s quantile below the
+    true one, already makes the likelihood ratio ≥ 1/α (read once at n; reading all along only finds it sooner).
+    Larger than ``sample_size``: the price of a rule that may be read at any time. None for no difference."""
+    if p1 == p2:
+        return None
+    # the variance kept ≥ 0.01: an arm observed all-right or all-wrong so far has not shown it has none
+    d, v, zp = abs(p2 - p1), max(p1 * (1 - p1) + p2 * (1 - p2), 0.01), N.inv_cdf(power)
+
+    def reached(n: int) -> bool:
+        s2 = v / n
+        low = d - zp * math.sqrt(s2)
+        if low <= 0:
+            return False
+        t2 = tau * tau
+        return 0.5 * math.log(s2 / (s2 + t2)) + t2 * low * low / (2 * s2 * (s2 + t2)) >= math.log(1 / alpha)
+
+    hi = 2
+    while not reached(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = hi // 2
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reached(mid) else (mid, hi)
+    return hi
+
+
 def msprt_p(first: Sequence[int], second: Sequence[int], order: Sequence[int], tau: float,
             min_each: int = 1) -> list[float]:
     """The always-valid p-value after each observation: ``first`` / ``second`` the two arms' outcomes (0 / 1),
