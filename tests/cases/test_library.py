@@ -119,3 +119,19 @@ def test_the_export_is_json_lines_the_jsonl_loader_reads(tmp_path):
     path = tmp_path / "cases.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert [i.question for i in load(f"jsonl:{path}").data] == [Q]
+
+
+def test_an_answer_that_should_have_been_a_refusal(tmp_path):
+    """'The documents do not say this': the case expects a refusal; the debugger and eval read it so."""
+    with _open(tmp_path, [WRONG] * 20) as c:
+        t = c.ask("What is the penalty for late filing of bond coupons?", doctor=False)
+        assert not t.refused
+        case = c.feedback(t.trace_id, -1, "the documents do not say", expect_refusal=True)["case"]
+        assert c.cases.show(case)["expect_refusal"] is True
+        with pytest.raises(RagclinicError, match="not both"):
+            c.cases.expect(case, ["x"], refusal=True)
+        [found] = c.cases.diagnose()["cases"]
+        assert found["by"] == "debugger" and found["answer_right"] is False and found["layer"] != "unlocalised"
+        assert c.cases.export()[0]["expect_refusal"] is True
+    [item] = load(f"cases:{tmp_path / 'kb'}").data
+    assert item.expect_refusal and item.answers == ()

@@ -57,7 +57,7 @@ def test_experiments_over_http(served):
 
     page = served.get("/experiments", headers=auth(ADMIN))
     assert page.status_code == 200 and 'id="exp-e1"' in page.text and "/experiments/e1/plot.png" in page.text
-    assert 'id="cases"' in page.text and "Decision:" in page.text
+    assert 'id="cases"' in page.text and "Decision:" in page.text and f'href="/traces/{mine["trace_id"]}"' in page.text
     tenant_page = served.get("/experiments", headers=auth(GLOBEX))
     assert tenant_page.status_code == 200 and "only your own requests" in tenant_page.text
     assert Q[:40] not in tenant_page.text.split('id="cases"')[-1]  # no other tenant's failed question

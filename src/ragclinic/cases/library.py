@@ -31,22 +31,30 @@ class Cases:
         self.db, self._diagnose, self.clock = db, diagnose, clock
 
     # ------------------------------------------------------------------ filing
-    def file(self, trace: Trace, *, source: str = "rating", comment: str = "", expected: Sequence[str] = ()) -> int:
-        """The case of ``trace`` (filed, or added to: one case per trace) → its id."""
+    def file(self, trace: Trace, *, source: str = "rating", comment: str = "", expected: Sequence[str] = (),
+             expect_refusal: bool = False) -> int:
+        """The case of ``trace`` (filed, or added to: one case per trace) → its id. ``expected``: the answer that
+        would have been right (alternatives); ``expect_refusal``: the documents do not answer it."""
+        _check(expected, expect_refusal)
         answer = trace.final or {}
         return records.upsert(self.db, {
             "trace_id": trace.id, "created": self.clock(), "source": source, "question": trace.query,
             "answer": str(answer.get("answer", "")), "refused": bool(answer.get("refused")), "comment": comment,
-            "expected": [e for e in expected if e.strip()], "enforced": enforced_json(enforced_of(trace)),
+            "expected": [e for e in expected if e.strip()], "expect_refusal": expect_refusal,
+            "enforced": enforced_json(enforced_of(trace)),
             "arm": "/".join(str(trace.experiment[k]) for k in ("name", "arm")) if trace.experiment else ""})
 
-    def expect(self, case_id: int, expected: Sequence[str], enforced: dict[str, str] | None = None) -> dict:
-        """Give a case the answer that would have been right (accepted alternatives) → the case."""
+    def expect(self, case_id: int, expected: Sequence[str] = (), enforced: dict[str, str] | None = None, *,
+               refusal: bool = False) -> dict:
+        """Give a case the answer that would have been right (accepted alternatives), or say it should have been
+        refused (``refusal``: the documents do not answer it) → the case."""
         self.show(case_id, enforced)
         texts = [e for e in expected if e.strip()]
-        if not texts:
-            raise RagclinicError("give the expected answer's text (one or more accepted alternatives)")
-        records.set_expected(self.db, case_id, texts)
+        if not texts and not refusal:
+            raise RagclinicError("give the expected answer's text (one or more accepted alternatives), or say the "
+                                 "answer should have been a refusal (--refusal)")
+        _check(texts, refusal)
+        records.set_expected(self.db, case_id, texts, refusal)
         return self.show(case_id, enforced)
 
     # ------------------------------------------------------------------ reading
@@ -75,7 +83,7 @@ class Cases:
             raise RagclinicError("this case library has no debugger (open it through the Clinic)")
         cases = [self.show(i) for i in ids] if ids else list(reversed(self.listed()))
         cases = cases[:limit] if limit else cases
-        others = [(c["question"], Expectation((tuple(c["expected"]),))) for c in self.listed() if c["expected"]]
+        others = [(c["question"], _expectation(c)) for c in self.listed() if _expectation(c) is not None]
         out = []
         for n, case in enumerate(cases, start=1):
             found = self._one(case, apply, [o for o in others if o[0] != case["question"]])
@@ -87,8 +95,8 @@ class Cases:
                 "fixes": _fixes(out)}
 
     def _one(self, case: dict[str, Any], apply: bool, others: list) -> dict[str, Any]:
-        if case["expected"]:
-            d = self._diagnose(trace_id=case["trace_id"], expected=tuple(case["expected"]), apply=apply,
+        if (expect := _expectation(case)) is not None:
+            d = self._diagnose(trace_id=case["trace_id"], expect=expect, apply=apply,
                                eval_set=others if apply else (), rebuild=False)
             j = d.to_json()
             found = {"layer": d.verdict, "by": "debugger", "why": d.suggestion, "answer_right": d.answer_right,
@@ -102,7 +110,8 @@ class Cases:
             return {"layer": top.get("layer") or UNLOCALISED, "by": "doctor",
                     "why": f"{top.get('name')}: {top.get('evidence', '')}", "answer_right": None, "fixes": []}
         return {"layer": UNLOCALISED, "by": "", "answer_right": None, "fixes": [],
-                "why": f"no expected answer and no symptom: give one (`ragclinic cases expect {case['id']} TEXT`)"}
+                "why": f"no expected answer and no symptom: give one (`ragclinic cases expect {case['id']} TEXT`, or "
+                       "--refusal when the documents do not answer it)"}
 
     def _symptoms(self, trace_id: str) -> list[dict[str, Any]]:
         row = self.db.conn.execute("SELECT json_extract(data, '$.symptoms') FROM traces WHERE id = ?",
@@ -115,11 +124,24 @@ class Cases:
         those with an expected answer (``with_unexpected``: the others too, with ``answers`` empty)."""
         out = []
         for c in reversed(self.listed(enforced=enforced)):
-            if c["expected"] or with_unexpected:
+            if c["expected"] or c["expect_refusal"] or with_unexpected:
                 out.append({"id": f"case-{c['id']}", "question": c["question"], "answers": c["expected"],
+                            "expect_refusal": c["expect_refusal"],
                             "case": c["id"], "trace_id": c["trace_id"], "comment": c["comment"],
                             "rejected_answer": c["answer"], "source": c["source"], "arm": c["arm"]})
         return out
+
+
+def _expectation(case: dict[str, Any]) -> Expectation | None:
+    """What would have been right for a case: its expected answer, a refusal, or nothing known (None)."""
+    if case["expect_refusal"]:
+        return Expectation(expect_refusal=True)
+    return Expectation((tuple(case["expected"]),)) if case["expected"] else None
+
+
+def _check(expected: Sequence[str], refusal: bool) -> None:
+    if refusal and any(e.strip() for e in expected):
+        raise RagclinicError("a case expects an answer or a refusal, not both: drop the expected text or the refusal")
 
 
 def _fixes(found: list[dict[str, Any]]) -> list[dict[str, Any]]:

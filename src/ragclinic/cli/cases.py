@@ -36,10 +36,12 @@ def feedback_cmd(trace_id: str = typer.Argument(..., help="The answer's trace id
                  note: str = typer.Option("", "--note", help="What was wrong, in your words."),
                  expected: list[str] = typer.Option([], "--expected", help="The answer that would have been right "
                                                     "(repeat for alternatives)."),
+                 expect_refusal: bool = typer.Option(False, "--expect-refusal", help="It should have been a refusal: "
+                                                     "the documents do not answer it."),
                  kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
     """Rate an answer; an unhelpful one becomes a case of the failed-answer library."""
     with _open(kb) as clinic:
-        done = clinic.feedback(trace_id, rating, note, expected, key="cli")
+        done = clinic.feedback(trace_id, rating, note, expected, key="cli", expect_refusal=expect_refusal)
     if json_out:
         print_json(done)
         return
@@ -85,16 +87,19 @@ def show_cmd(case_id: int = typer.Argument(...), kb: Optional[Path] = KbOption, 
 
 @cases_app.command("expect")
 @handle_errors
-def expect_cmd(case_id: int = typer.Argument(...), expected: list[str] = typer.Argument(..., help="The right answer "
-                                                                                         "(several: alternatives)."),
+def expect_cmd(case_id: int = typer.Argument(...),
+               expected: list[str] = typer.Argument(None, help="The right answer (several: alternatives)."),
+               refusal: bool = typer.Option(False, "--refusal", help="It should have been a refusal: the documents do "
+                                            "not answer it."),
                kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
-    """Give a case the answer that would have been right: the debugger can then localise it, and eval score it."""
+    """Give a case the answer that would have been right (or --refusal): the debugger can then localise it, and eval
+    score it."""
     with _open(kb) as clinic:
-        c = clinic.cases.expect(case_id, expected)
+        c = clinic.cases.expect(case_id, expected or (), refusal=refusal)
     if json_out:
         print_json(c)
         return
-    out.print(f"case {c['id']}: expected {' | '.join(c['expected'])}")
+    out.print(f"case {c['id']}: expected " + ("a refusal" if c["expect_refusal"] else " | ".join(c["expected"])))
 
 
 @cases_app.command("diagnose")

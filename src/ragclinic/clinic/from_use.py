@@ -26,17 +26,20 @@ class FromUse:
         return Cases(self.kb.db, self.diagnose)
 
     def feedback(self, trace_id: str, rating: int, note: str = "", expected: Sequence[str] = (), *, key: str = "",
-                 enforced: dict[str, str] | None = None) -> dict[str, Any]:
+                 enforced: dict[str, str] | None = None, expect_refusal: bool = False) -> dict[str, Any]:
         """Rate an answer: 1 (helpful) or -1 (not), with a note and, optionally, the answer that would have been
-        right. Kept on the trace; an unhelpful rating files the answer in the failed-answer library. ``enforced``:
+        right (``expected``) or that it should have been a refusal (``expect_refusal``: the documents do not answer
+        it). Kept on the trace; an unhelpful rating files the answer in the failed-answer library. ``enforced``:
         the caller's tenant tags (only its own traces). → {"trace_id", "feedback": ratings now, "case": id or
         None}."""
         if rating not in (1, -1):
             raise RagclinicError(f"rating {rating!r}: 1 (helpful) or -1 (not helpful)")
         t = self._for_caller(self.trace(trace_id, exact=bool(enforced)), enforced)
         n = add_feedback(self.kb.db, t.id, {"rating": rating, "note": note, "created": time.time(), "key": key,
-                                            **({"expected": list(expected)} if expected else {})})
-        case = self.cases.file(self.trace(t.id), comment=note, expected=expected) if rating == -1 else None
+                                            **({"expected": list(expected)} if expected else {}),
+                                            **({"expect_refusal": True} if expect_refusal else {})})
+        case = (self.cases.file(self.trace(t.id), comment=note, expected=expected, expect_refusal=expect_refusal)
+                if rating == -1 else None)
         return {"trace_id": t.id, "feedback": n, "case": case}
 
 

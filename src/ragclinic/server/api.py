@@ -99,6 +99,7 @@ class FeedbackBody(BaseModel):
     rating: Literal[1, -1]
     note: str = ""  # at most max_feedback_note_chars (bounded)
     expected: list[str] = Field(default_factory=list, max_length=20)  # the right answer (alternatives), each bounded
+    expect_refusal: bool = False  # or: it should have been a refusal (the documents do not answer it)
 
 
 # ---------------------------------------------------------------------- ask
@@ -331,5 +332,6 @@ def feedback(body: FeedbackBody, request: Request, who: Principal = Caller) -> d
     rating files the answer in the failed-answer library (`case`: its id, else null)."""
     with state(request).pool.writing() as clinic:
         t = own_trace(clinic, body.trace_id, who)
-        done = clinic.feedback(t.id, body.rating, body.note, body.expected, key=who.key_id)
+        done = clinic.feedback(t.id, body.rating, body.note, body.expected, key=who.key_id,
+                               expect_refusal=body.expect_refusal)
     return {"ok": True, "trace_id": t.id, "feedback": done["feedback"], "case": done["case"]}

@@ -32,9 +32,11 @@ def load_cases(path: Path) -> Loaded:
                            "`ragclinic feedback TRACE --rating -1`)")
     col, items = Collector(db_path), []
     for c in reversed(rows):  # oldest first: the order they were filed
-        if not c["expected"]:
+        if c["expect_refusal"]:
+            items.append(QAItem(f"case-{c['id']}", c["question"], (), expect_refusal=True))
+        elif c["expected"]:
+            items.append(QAItem(f"case-{c['id']}", c["question"], (tuple(c["expected"]),)))
+        else:
             col.bad(c["id"], "expected", f"case {c['id']} has no expected answer: `ragclinic cases expect {c['id']} "
-                                         "TEXT` gives it one")
-            continue
-        items.append(QAItem(f"case-{c['id']}", c["question"], (tuple(c["expected"]),)))
+                                         "TEXT` (or --refusal) gives it one")
     return finish("qa", items, col)
