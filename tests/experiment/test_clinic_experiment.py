@@ -113,3 +113,16 @@ def test_the_evaluation_harness_never_joins_an_experiment(clinic, tmp_path):
     with Clinic(clinic.settings, model=clinic.lm, kb=clinic.kb, experiments=False) as harness:
         seen = harness.answer(Question(Q, session="u1", cache=False))
     assert seen.experiment is None and clinic.experiments.report("exp")["requests"] == 0
+
+
+def test_a_background_repair_runs_and_is_kept_in_the_answers_arm(clinic):
+    clinic.experiments.start("exp", [Arm("A", 50.0), Arm("B", 50.0, (("top_k", 3),))])
+    a, b = _unit_in(clinic, "A"), _unit_in(clinic, "B")
+    q = Question(Q, session=b, repair="async")
+    plain = clinic.answer(q)
+    assert plain.repair_pending and plain.experiment["arm"] == "B"
+    settings, pipeline, key = clinic.arm_of(clinic.trace(plain.trace.id))
+    assert settings.top_k == 3 and pipeline.settings.top_k == 3 and key
+    clinic.repair(q, plain.trace.id)
+    assert clinic.answer(Question(Q, session=b)).cached  # the repaired answer, in B's cache
+    assert not clinic.answer(Question(Q, session=a)).cached  # not in A's

@@ -222,11 +222,9 @@ class Clinic(FromUse):
         if arm is None:
             use_doctor, pipeline, scope = settings.doctor if q.doctor is None else q.doctor, self.pipeline, {}
         else:  # the arm decides the doctor when it sets it: a request's flag would undo the random split
-            name, a = arm
-            sets_doctor = "doctor" in dict(a.settings)
+            sets_doctor = "doctor" in dict(arm[1].settings)
             use_doctor = settings.doctor if (sets_doctor or q.doctor is None) else q.doctor
-            pipeline = self.parts.pipeline_for(f"{name}/{a.name}", settings)
-            scope = {"\x00experiment": f"{name}/{a.name}"}  # the answer cache per arm
+            pipeline, scope = self.arm_parts(arm[0], arm[1], settings)
         front = AnswerCacheFront(self.kb, settings, enabled=q.cacheable(), warn=self._warn)
         keyed = {**q.cache_scope(), **scope}
         try:
@@ -264,11 +262,12 @@ class Clinic(FromUse):
         if trace.doctor:
             raise RagclinicError(f"trace {trace.id} was already examined by the doctor; its outcome is in "
                                  "`ragclinic trace show`")
-        result = self.doctor().treat(state_after(trace, "generate"), trace)
+        settings, pipeline, arm_scope = self.arm_of(trace)  # an experiment's answer: repaired and kept in its arm
+        result = Doctor(pipeline).treat(state_after(trace, "generate"), trace)
         if self.kb.db.version == trace.kb_version:  # a newer version's documents are others: not kept
-            front = AnswerCacheFront(self.kb, self.settings, enabled=q.cacheable(), warn=self._warn)
+            front = AnswerCacheFront(self.kb, settings, enabled=q.cacheable(), warn=self._warn)
             try:  # keyed by the answer's own version: an ingest landing meanwhile leaves it unreachable
-                front.keep(q.text, q.cache_scope(), True, result.to_json(), version=trace.kb_version)
+                front.keep(q.text, {**q.cache_scope(), **arm_scope}, True, result.to_json(), version=trace.kb_version)
             finally:
                 front.close()
         return Consultation(_doctored(result), result, trace=result.trace)

@@ -9,7 +9,10 @@ from typing import Any
 
 from ragclinic.cases.library import Cases
 from ragclinic.errors import RagclinicError
+from ragclinic.config import Settings
+from ragclinic.experiment.design import Arm
 from ragclinic.experiment.service import Experiments
+from ragclinic.trace.model import Trace
 from ragclinic.trace.store import add_feedback
 
 
@@ -24,6 +27,22 @@ class FromUse:
     def cases(self) -> Cases:
         """The failed-answer library (docs/cases.md): ``listed``, ``show``, ``expect``, ``diagnose``, ``export``."""
         return Cases(self.kb.db, self.diagnose)
+
+    def arm_parts(self, name: str, arm: Arm, settings: Settings) -> tuple[Any, dict[str, str]]:
+        """An experiment arm's pipeline (its settings over the same knowledge base and model) and the key that keeps
+        its answer cache apart."""
+        key = f"{name}/{arm.name}"
+        return self.parts.pipeline_for(key, settings), {"\x00experiment": key}
+
+    def arm_of(self, trace: Trace) -> tuple[Settings, Any, dict[str, str]]:
+        """(settings, pipeline, answer-cache key) a trace's answer was given with: its experiment arm's when an
+        experiment assigned it (and still knows the arm), else the clinic's own."""
+        found = self.experiments.design(trace.experiment["name"]) if trace.experiment else None
+        arm = next((a for a in found.arms if a.name == trace.experiment.get("arm")), None) if found else None
+        if arm is None:
+            return self.settings, self.pipeline, {}
+        settings = arm.settings_over(self.settings)
+        return (settings, *self.arm_parts(found.name, arm, settings))
 
     def feedback(self, trace_id: str, rating: int, note: str = "", expected: Sequence[str] = (), *, key: str = "",
                  enforced: dict[str, str] | None = None, expect_refusal: bool = False) -> dict[str, Any]:

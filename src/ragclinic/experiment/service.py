@@ -89,11 +89,15 @@ class Experiments:
             "enforced": records.enforced_json(enforced), "cached": int(cached), "refused": int(refused),
             "ms": ms, "tokens": tokens})
 
-    def _design(self, name: str) -> Design:
+    def design(self, name: str) -> Design | None:
+        """An experiment's design, running or stopped (None when there is no such experiment)."""
         found = records.get(self.db, name)
-        if found is None:
+        return Design.from_json(name, found) if found else None
+
+    def _design(self, name: str) -> Design:
+        if (found := self.design(name)) is None:
             raise self._missing(name)
-        return Design.from_json(name, found)
+        return found
 
     def _missing(self, name: str) -> NoExperiment:
         names = [e["name"] for e in records.listed(self.db)]
