@@ -135,3 +135,10 @@ def test_an_answer_that_should_have_been_a_refusal(tmp_path):
         assert c.cases.export()[0]["expect_refusal"] is True
     [item] = load(f"cases:{tmp_path / 'kb'}").data
     assert item.expect_refusal and item.answers == ()
+
+
+def test_an_id_beyond_sqlites_integers_is_no_case(tmp_path):
+    with _open(tmp_path, [WRONG]) as c:
+        for bad in (0, -1, 2 ** 63, 2 ** 70):
+            with pytest.raises(NoCase):
+                c.cases.show(bad)

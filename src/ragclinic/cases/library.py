@@ -67,7 +67,7 @@ class Cases:
                               source=source, limit=limit)
 
     def show(self, case_id: int, enforced: dict[str, str] | None = None) -> dict[str, Any]:
-        case = records.get(self.db, int(case_id))
+        case = records.get(self.db, int(case_id)) if 0 < int(case_id) < 2 ** 63 else None  # SQLite's integers
         if case is None or (enforced is not None and case["enforced"] != dict(enforced)):
             raise NoCase(f"no case {case_id} in this knowledge base; `ragclinic cases list` shows them")
         return case

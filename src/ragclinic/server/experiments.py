@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
@@ -98,7 +98,7 @@ def cases(request: Request, limit: int = 100, who_: Principal = Caller) -> dict:
 
 
 @router.get("/cases/{case_id}")
-def case(case_id: int, request: Request, who_: Principal = Caller) -> dict:
+def case(request: Request, case_id: int = Path(ge=1, le=2 ** 63 - 1), who_: Principal = Caller) -> dict:
     with state(request).pool.searcher() as clinic:
         try:
             return clinic.cases.show(case_id, who_.enforced if who_.tenant else None)
