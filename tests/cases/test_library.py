@@ -142,3 +142,16 @@ def test_an_id_beyond_sqlites_integers_is_no_case(tmp_path):
         for bad in (0, -1, 2 ** 63, 2 ** 70):
             with pytest.raises(NoCase):
                 c.cases.show(bad)
+
+
+def test_diagnose_apply_tries_each_fix_against_the_other_cases(tmp_path):
+    with _open(tmp_path, [WRONG] * 200) as c:
+        c.feedback(c.ask(Q, doctor=False).trace_id, -1, "wrong", ["treasury bills"])
+        c.feedback(c.ask("How are bond prices and yields related?", doctor=False).trace_id, -1, "no", ["inversely"])
+        done = c.cases.diagnose(apply=True)
+        placed = [x for x in done["cases"] if x["fixes"]]
+        assert placed, done  # the debugger proposes a fix for a wrong generation
+        for x in placed:
+            assert x["applied"]["verdict"] in ("fixed", "fixed_with_side_effects", "not_fixed", "no_fix")
+        assert all(f["applied"] for f in done["fixes"]) and {f["layer"] for f in done["fixes"]} <= {
+            x["layer"] for x in placed}

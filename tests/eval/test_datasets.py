@@ -100,7 +100,7 @@ def test_users_jsonl(tmp_path):
 def test_bad_specs_and_files(tmp_path):
     with pytest.raises(DatasetError, match="FORMAT:PATH"):
         load("rgb")
-    with pytest.raises(ConfigError, match="valid names: beir, halueval, jsonl, rgb, squad"):
+    with pytest.raises(ConfigError, match="valid names: beir, cases, halueval, jsonl, rgb, squad"):
         load(f"csv:{tmp_path}")
     with pytest.raises(DatasetError, match="no such file"):
         load(f"rgb:{tmp_path / 'missing.json'}")

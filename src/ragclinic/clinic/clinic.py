@@ -17,7 +17,6 @@ The names here are a contract relied on outside the project (docs/api.md): exten
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -45,7 +44,7 @@ from ragclinic.trace.health import health as health_report
 from ragclinic.trace.model import QUERY_LAYERS, Trace, start_of, state_after
 from ragclinic.trace.owner import enforced_of, trace_outside
 from ragclinic.trace.recorder import recorded_crashes
-from ragclinic.trace.store import load_trace, round_tokens, set_experiment
+from ragclinic.trace.store import load_trace
 from ragclinic.types import Answer, AskRequest, AskState, Hit
 
 Change = Callable[[AskState], AskState] | dict[str, Any]
@@ -76,14 +75,15 @@ class Clinic(FromUse):
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, kb: str | Path | None = None, *, model: LanguageModel | None = LOAD,
-             on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True,
+             on_warning: Callable[[str], None] | None = None, sync_indexes: bool = True, experiments: bool = True,
              **settings: Any) -> "Clinic":
         """The knowledge base at ``kb`` (created by the first ``ingest`` when it does not exist yet) with
         ``settings`` over the KB's settings file, the environment and the defaults (``llm="none"`` answers
         extractively, without a model; ``doctor``, ``answer_cache``, ``top_k``, ``rerank``: the defaults a
         ``Question`` may override). ``model``: a LanguageModel to use instead of loading ``llm`` (None: no
-        model at all)."""
-        return cls(Settings.load(kb, **settings), model=model, on_warning=on_warning, sync_indexes=sync_indexes)
+        model at all). ``experiments=False``: questions never run in a running experiment's arms."""
+        return cls(Settings.load(kb, **settings), model=model, on_warning=on_warning, sync_indexes=sync_indexes,
+                   experiments=experiments)
 
     def __enter__(self) -> "Clinic":
         return self
@@ -201,50 +201,28 @@ class Clinic(FromUse):
         (docs/experiments.md), the question runs in the arm its session (else its owner) is assigned to — with the
         arm's settings, its own answer cache, and the arm recorded in the trace and the experiment's record."""
         check_request(self.settings, q.text, q.scope_dict)  # before the cache or a trace stores any of it
-        design = self.experiments.running() if self.in_experiments else None
-        if design is None:
-            return self._consult(q, self.settings, None, on_token, on_span, reply)
-        unit = q.session or q.owner
-        arm = design.assign(unit)
-        t0 = time.perf_counter()
-        seen = self._consult(q, arm.settings_over(self.settings), (design.name, arm), on_token, on_span, reply)
-        ms = (time.perf_counter() - t0) * 1000
-        mark = {"name": design.name, "arm": arm.name}
-        if seen.trace is not None:
-            set_experiment(self.kb.db, seen.trace.id, {**mark, "unit": unit})
-        self.experiments.record(design, arm, unit, trace_id=seen.answer.trace_id, question=q.text,
-                                enforced=q.enforced_dict, cached=seen.cached, refused=seen.answer.refused, ms=ms,
-                                tokens=round_tokens(self.kb.db, seen.trace.debug_round_id) if seen.trace else 0)
-        return replace(seen, experiment=mark)
-
-    def _consult(self, q: Question, settings: Settings, arm, on_token, on_span, reply) -> Consultation:
-        """``answer`` under ``settings`` (an experiment's ``arm``: (experiment name, Arm), else None)."""
-        if arm is None:
-            use_doctor, pipeline, scope = settings.doctor if q.doctor is None else q.doctor, self.pipeline, {}
-        else:  # the arm decides the doctor when it sets it: a request's flag would undo the random split
-            sets_doctor = "doctor" in dict(arm[1].settings)
-            use_doctor = settings.doctor if (sets_doctor or q.doctor is None) else q.doctor
-            pipeline, scope = self.arm_parts(arm[0], arm[1], settings)
-        front = AnswerCacheFront(self.kb, settings, enabled=q.cacheable(), warn=self._warn)
-        keyed = {**q.cache_scope(), **scope}
+        run = self.run_for(q)  # the clinic's settings and pipeline, or a running experiment's arm's (from_use.py)
+        front = AnswerCacheFront(self.kb, run.settings, enabled=q.cacheable(), warn=self._warn)
+        keyed = {**q.cache_scope(), **run.cache_key}
         try:
-            if (hit := front.lookup(q.text, keyed, use_doctor)) is not None:
-                return Consultation(Answer.from_json(hit), cached=True, stored=hit)
-            request, hooks = q.to_request(settings), q.hooks(on_token, on_span)
-            later = use_doctor and q.repair == "async" and not q.interactive
-            if not use_doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
-                state, trace = pipeline.ask(request, hooks=hooks)
+            if (hit := front.lookup(q.text, keyed, run.doctor)) is not None:
+                return run.finish(self, q, Consultation(Answer.from_json(hit), cached=True, stored=hit))
+            request, hooks = q.to_request(run.settings), q.hooks(on_token, on_span)
+            later = run.doctor and q.repair == "async" and not q.interactive
+            if not run.doctor or later:  # the plain answer (with repair="async": the doctor comes after it)
+                state, trace = run.pipeline.ask(request, hooks=hooks)
                 answer = replace(state.answer, model_calls=len(trace.model_calls))
                 front.keep(q.text, keyed, False, answer.to_json())
-                return Consultation(answer, trace=trace, repair_pending=later)
-            doctor = Doctor(pipeline, interactive=q.interactive)
+                return run.finish(self, q, Consultation(answer, trace=trace, repair_pending=later))
+            doctor = Doctor(run.pipeline, interactive=q.interactive)
             result = doctor.ask(request, hooks=hooks)
             result, clarified = self._clarified.follow_up(q, doctor, result, reply, hooks)
             if not clarified:  # the answer to the question with the reply merged in is never kept for the question
                 front.keep(q.text, keyed, True, result.to_json())
-            if settings.cases_from_doctor and unrepaired(result):
+            if run.settings.cases_from_doctor and unrepaired(result):
                 self.cases.file(result.trace, source="doctor", comment=unrepaired(result))
-            return Consultation(_doctored(result), result, trace=result.trace, clarification=clarified)
+            return run.finish(self, q, Consultation(_doctored(result), result, trace=result.trace,
+                                                    clarification=clarified))
         finally:
             front.close()
 

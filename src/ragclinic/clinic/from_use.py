@@ -5,18 +5,65 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragclinic.cases.library import Cases
 from ragclinic.errors import RagclinicError
+from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import Settings
-from ragclinic.experiment.design import Arm
+from ragclinic.experiment.design import Arm, Design
 from ragclinic.experiment.service import Experiments
 from ragclinic.trace.model import Trace
-from ragclinic.trace.store import add_feedback
+from ragclinic.trace.store import add_feedback, round_tokens, set_experiment
+
+
+@dataclass(frozen=True)
+class ArmRun:
+    """How ``Clinic.answer`` runs one question: the settings, pipeline and answer-cache key (the clinic's own, or a
+    running experiment's arm's), whether the doctor runs, and — in an experiment — what ``finish`` records."""
+
+    settings: Settings
+    pipeline: Any
+    doctor: bool
+    cache_key: dict[str, str] = field(default_factory=dict)
+    design: Design | None = None
+    arm: Arm | None = None
+    unit: str = ""
+    started: float = 0.0
+
+    def finish(self, clinic, q: Question, seen: Consultation) -> Consultation:
+        """``seen`` as returned: in an experiment, its arm written into the trace, its request recorded (wall time,
+        model tokens of the question's run and the doctor's re-runs), and the arm named in the answer."""
+        if self.design is None or self.arm is None:
+            return seen
+        mark = {"name": self.design.name, "arm": self.arm.name}
+        db = clinic.kb.db
+        if seen.trace is not None:
+            set_experiment(db, seen.trace.id, {**mark, "unit": self.unit})
+        clinic.experiments.record(self.design, self.arm, self.unit, trace_id=seen.answer.trace_id, question=q.text,
+                                  enforced=q.enforced_dict, cached=seen.cached, refused=seen.answer.refused,
+                                  ms=(time.perf_counter() - self.started) * 1000,
+                                  tokens=round_tokens(db, seen.trace.debug_round_id) if seen.trace else 0)
+        return replace(seen, experiment=mark)
 
 
 class FromUse:
+    def run_for(self, q: Question) -> ArmRun:
+        """The clinic's own run for ``q``, or — while an experiment runs and this clinic joins it — the run of the arm
+        ``q.session`` (else ``q.owner``) is assigned to. The arm decides the doctor when it sets it: a request's flag
+        would undo the random split."""
+        own = self.settings.doctor if q.doctor is None else q.doctor
+        design = self.experiments.running() if self.in_experiments else None
+        if design is None:
+            return ArmRun(self.settings, self.pipeline, own)
+        unit = q.session or q.owner
+        arm = design.assign(unit)
+        settings = arm.settings_over(self.settings)
+        pipeline, key = self.arm_parts(design.name, arm, settings)
+        doctor = settings.doctor if ("doctor" in dict(arm.settings) or q.doctor is None) else q.doctor
+        return ArmRun(settings, pipeline, doctor, key, design, arm, unit, time.perf_counter())
+
     @property
     def experiments(self) -> Experiments:
         """The knowledge base's online experiments (docs/experiments.md): ``start``, ``stop``, ``status``,
