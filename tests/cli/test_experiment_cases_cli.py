@@ -83,7 +83,7 @@ def test_the_case_library_commands(kb_dir, tmp_path):
     assert shown["comment"] == "wrong" and shown["trace_id"] == t1["trace_id"]
     assert _run("cases", "expect", str(first), "treasury bills", "--kb", kb_dir, "--json")["expected"] == [
         "treasury bills"]
-    done = _run("cases", "diagnose", "--kb", kb_dir, "--json")
+    done = _run("cases", "diagnose", "--kb", kb_dir, "--llm", "none", "--json")
     assert len(done["cases"]) == 2 and sum(done["layers"].values()) == 2 and "fixes" in done
     assert "unlocalised" in done["layers"]
     out = tmp_path / "cases.jsonl"

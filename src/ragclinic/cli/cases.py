@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ragclinic.cli.ask import LlmOption
 from ragclinic.cli.base import app, handle_errors, out, print_json
 from ragclinic.cli.options import JsonOption, KbOption
 from ragclinic.cli.progress import progress_bar
@@ -23,10 +24,10 @@ cases_app = typer.Typer(help="The failed-answer library: answers rated unhelpful
 app.add_typer(cases_app, name="cases")
 
 
-def _open(kb: Optional[Path]) -> Clinic:
+def _open(kb: Optional[Path], llm: Optional[str] = None) -> Clinic:
     from ragclinic.clinic import Clinic  # on use: when the command runs (fast --help)
 
-    return Clinic.open(kb, sync_indexes=False)
+    return Clinic.open(kb, sync_indexes=False, llm=llm)
 
 
 @app.command("feedback")
@@ -109,9 +110,9 @@ def diagnose_cmd(case_ids: list[int] = typer.Argument(None, help="Cases [default
                                             "every other case with an expected answer: what it fixes, what it "
                                             "breaks. Nothing is kept."),
                  limit: Optional[int] = typer.Option(None, "--limit", min=1, help="At most this many cases."),
-                 kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
+                 llm: Optional[str] = LlmOption, kb: Optional[Path] = KbOption, json_out: bool = JsonOption) -> None:
     """Run the debugger over the cases: which layer broke how often, and the fixes it proposes."""
-    with _open(kb) as clinic, progress_bar(json_out, "diagnosing") as tick:
+    with _open(kb, llm) as clinic, progress_bar(json_out, "diagnosing") as tick:
         done = clinic.cases.diagnose(case_ids or None, apply=apply, limit=limit, on_progress=tick)
     if json_out:
         print_json(done)
