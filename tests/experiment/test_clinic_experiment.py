@@ -126,3 +126,10 @@ def test_a_background_repair_runs_and_is_kept_in_the_answers_arm(clinic):
     clinic.repair(q, plain.trace.id)
     assert clinic.answer(Question(Q, session=b)).cached  # the repaired answer, in B's cache
     assert not clinic.answer(Question(Q, session=a)).cached  # not in A's
+
+
+def test_the_report_never_gives_the_salt_that_would_tell_whose_arm_is_whose(clinic):
+    clinic.experiments.start("exp", _arms())
+    clinic.answer(Question(Q, session="u1", cache=False, enforced={"tenant": "acme"}))
+    salt = clinic.experiments.running().salt
+    assert salt not in str(clinic.experiments.report("exp")) and salt not in str(clinic.experiments.listed())

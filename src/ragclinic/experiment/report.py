@@ -25,7 +25,8 @@ def report(design: Design, status: dict[str, Any], rows: Sequence[dict[str, Any]
     alpha = design.alpha / max(1, len(design.arms) - 1)  # Bonferroni over the comparisons with the first arm
     comparisons = [compare(design, base, a.name, rows, alpha) for a in design.arms[1:]]
     return {"name": design.name, "status": status.get("status", ""), "created": status.get("created"),
-            "stopped": status.get("stopped"), "design": design.to_json(), "requests": len(rows),
+            "stopped": status.get("stopped"), "requests": len(rows),
+            "design": {k: v for k, v in design.to_json().items() if k != "salt"},  # the salt would tell arms apart
             "arms": arms, "comparisons": comparisons, "decision": _decision(comparisons)}
 
 
