@@ -133,3 +133,20 @@ def test_the_report_never_gives_the_salt_that_would_tell_whose_arm_is_whose(clin
     clinic.answer(Question(Q, session="u1", cache=False, enforced={"tenant": "acme"}))
     salt = clinic.experiments.running().salt
     assert salt not in str(clinic.experiments.report("exp")) and salt not in str(clinic.experiments.listed())
+
+
+@pytest.mark.parametrize("in_experiment", [False, True])
+def test_an_answer_from_the_cache_loads_no_model(tmp_path, in_experiment):
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name, text in BOND_DOCS.items():
+        (root / name).write_text(text, encoding="utf-8")
+    settings = {"embedder": "fake", "judge": "llm", "cache_dir": tmp_path / "cache", "llm": "fake"}
+    with Clinic.open(tmp_path / "kb", **settings) as c:
+        c.ingest([root])
+        if in_experiment:
+            c.experiments.start("exp", _arms())
+        c.answer(Question(Q, session="u1", doctor=False))
+    with Clinic.open(tmp_path / "kb", **settings) as c:  # a new process's clinic: nothing loaded yet
+        seen = c.answer(Question(Q, session="u1", doctor=False))
+        assert seen.cached and not c.parts._lm_loaded

@@ -4,14 +4,14 @@ ratings that fill the library. A mixin of ``Clinic`` (clinic.py), kept apart to 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragclinic.cases.library import Cases
-from ragclinic.errors import RagclinicError
 from ragclinic.clinic.question import Consultation, Question
 from ragclinic.config import Settings
+from ragclinic.errors import RagclinicError
 from ragclinic.experiment.design import Arm, Design
 from ragclinic.experiment.service import Experiments
 from ragclinic.trace.model import Trace
@@ -24,13 +24,17 @@ class ArmRun:
     running experiment's arm's), whether the doctor runs, and — in an experiment — what ``finish`` records."""
 
     settings: Settings
-    pipeline: Any
+    make_pipeline: Callable[[], Any]  # built on first use: an answer from the cache loads no model
     doctor: bool
     cache_key: dict[str, str] = field(default_factory=dict)
     design: Design | None = None
     arm: Arm | None = None
     unit: str = ""
     started: float = 0.0
+
+    @property
+    def pipeline(self):
+        return self.make_pipeline()
 
     def finish(self, clinic, q: Question, seen: Consultation) -> Consultation:
         """``seen`` as returned: in an experiment, its arm written into the trace, its request recorded (wall time,
@@ -56,13 +60,13 @@ class FromUse:
         own = self.settings.doctor if q.doctor is None else q.doctor
         design = self.experiments.running() if self.in_experiments else None
         if design is None:
-            return ArmRun(self.settings, self.pipeline, own)
+            return ArmRun(self.settings, lambda: self.pipeline, own)
         unit = q.session or q.owner
         arm = design.assign(unit)
         settings = arm.settings_over(self.settings)
-        pipeline, key = self.arm_parts(design.name, arm, settings)
         doctor = settings.doctor if ("doctor" in dict(arm.settings) or q.doctor is None) else q.doctor
-        return ArmRun(settings, pipeline, doctor, key, design, arm, unit, time.perf_counter())
+        return ArmRun(settings, lambda: self.arm_parts(design.name, arm, settings)[0], doctor,
+                      self.arm_key(design.name, arm), design, arm, unit, time.perf_counter())
 
     @property
     def experiments(self) -> Experiments:
@@ -78,8 +82,12 @@ class FromUse:
     def arm_parts(self, name: str, arm: Arm, settings: Settings) -> tuple[Any, dict[str, str]]:
         """An experiment arm's pipeline (its settings over the same knowledge base and model) and the key that keeps
         its answer cache apart."""
-        key = f"{name}/{arm.name}"
-        return self.parts.pipeline_for(key, settings), {"\x00experiment": key}
+        return self.parts.pipeline_for(f"{name}/{arm.name}", settings), self.arm_key(name, arm)
+
+    @staticmethod
+    def arm_key(name: str, arm: Arm) -> dict[str, str]:
+        """What keeps an arm's answers apart in the answer cache."""
+        return {"\x00experiment": f"{name}/{arm.name}"}
 
     def arm_of(self, trace: Trace) -> tuple[Settings, Any, dict[str, str]]:
         """(settings, pipeline, answer-cache key) a trace's answer was given with: its experiment arm's when an
