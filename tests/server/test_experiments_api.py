@@ -22,6 +22,8 @@ def test_experiments_over_http(served):
     bad = served.post("/v1/experiments", json={"name": "e0", "arms": [ARMS[0], {"name": "x", "settings": {
         "embedder": "e5"}}]}, headers=auth(ADMIN))
     assert bad.status_code == 400 and "cannot change" in bad.json()["error"]["message"]
+    half = [{**ARMS[0], "share": 70}, ARMS[1]]
+    assert served.post("/v1/experiments", json={"name": "e0", "arms": half}, headers=auth(ADMIN)).status_code == 422
     r = served.post("/v1/experiments", json={"name": "e1", "arms": ARMS, "min_rated": 1}, headers=auth(ADMIN))
     assert r.status_code == 201 and r.json()["status"] == "running"
 

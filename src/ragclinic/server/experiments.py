@@ -61,6 +61,8 @@ def start(body: StartBody, request: Request, who_: Principal = Caller) -> dict:
     _admin(who_, "an experiment")
     with state(request).pool.writing() as clinic:
         given = [a.share for a in body.arms]
+        if any(given) and not all(given):
+            raise ApiError(422, "invalid_request", "arms: give every arm a share, or none (equal shares)")
         shares = parse_share("/".join(f"{s:g}" for s in given) if all(given) else None, len(body.arms))
         arms = [Arm(a.name, s, arm_settings(a.settings, f"arm {a.name}", clinic.settings))
                 for a, s in zip(body.arms, shares)]
