@@ -29,17 +29,19 @@ def plot_png(rep: dict[str, Any]) -> bytes:
     left.set_ylim(0, 1.05)
     left.set_ylabel("helpful ratio of rated answers")
     left.set_title("per arm, with its interval", fontsize=10)
+    drawn = 0
     for c in rep["comparisons"]:
         trail = c["p_always_valid_trail"]
         if trail:
             right.plot(range(1, len(trail) + 1), trail, label=f"{c['arm']} vs {c['baseline']}")
+            drawn += 1
         right.axhline(c["alpha"], color="grey", linestyle="--", linewidth=1)
     right.set_yscale("log")
     right.set_ylim(1e-4, 1.5)
     right.set_xlabel("rated answers, in time order")
     right.set_ylabel("always-valid p")
     right.set_title("the stop rule: a winner below the dashed α", fontsize=10)
-    if rep["comparisons"]:
+    if drawn:  # no rated answer yet: nothing to name
         right.legend(fontsize=8)
     fig.suptitle(f"experiment {rep['name']} ({rep['status']}, {rep['requests']} requests)", fontsize=11)
     fig.tight_layout()
