@@ -4,7 +4,6 @@ make and its side effects on the other cases), exported as an evaluation set (``
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -16,6 +15,7 @@ from ragclinic.store import cases as records
 from ragclinic.store.experiments import enforced_json
 from ragclinic.trace.model import Trace
 from ragclinic.trace.owner import enforced_of
+from ragclinic.trace.store import load_trace
 
 UNLOCALISED = "unlocalised"  # no expected answer and no symptom: the table's row for cases nothing could place
 
@@ -104,19 +104,14 @@ class Cases:
             if "applied" in j:
                 found["applied"] = j["applied"]
             return found
-        symptoms = self._symptoms(case["trace_id"])
+        symptoms = load_trace(self.db, case["trace_id"], exact=True).symptoms
         if symptoms:
-            top = max(symptoms, key=lambda s: s.get("score", 0))
-            return {"layer": top.get("layer") or UNLOCALISED, "by": "doctor",
-                    "why": f"{top.get('name')}: {top.get('evidence', '')}", "answer_right": None, "fixes": []}
+            top = max(symptoms, key=lambda s: s.score)
+            return {"layer": top.layer or UNLOCALISED, "by": "doctor", "why": f"{top.name}: {top.evidence}",
+                    "answer_right": None, "fixes": []}
         return {"layer": UNLOCALISED, "by": "", "answer_right": None, "fixes": [],
                 "why": f"no expected answer and no symptom: give one (`ragclinic cases expect {case['id']} TEXT`, or "
                        "--refusal when the documents do not answer it)"}
-
-    def _symptoms(self, trace_id: str) -> list[dict[str, Any]]:
-        row = self.db.conn.execute("SELECT json_extract(data, '$.symptoms') FROM traces WHERE id = ?",
-                                   [trace_id]).fetchone()
-        return json.loads(row[0]) if row and row[0] else []
 
     # ------------------------------------------------------------------ export
     def export(self, *, enforced: dict[str, str] | None = None, with_unexpected: bool = False) -> list[dict]:

@@ -65,7 +65,7 @@ class FromUse:
         arm = design.assign(unit)
         settings = arm.settings_over(self.settings)
         doctor = settings.doctor if ("doctor" in dict(arm.settings) or q.doctor is None) else q.doctor
-        return ArmRun(settings, lambda: self.arm_parts(design.name, arm, settings)[0], doctor,
+        return ArmRun(settings, lambda: self.arm_pipeline(design.name, arm, settings), doctor,
                       self.arm_key(design.name, arm), design, arm, unit, time.perf_counter())
 
     @property
@@ -79,10 +79,9 @@ class FromUse:
         """The failed-answer library (docs/cases.md): ``listed``, ``show``, ``expect``, ``diagnose``, ``export``."""
         return Cases(self.kb.db, self.diagnose)
 
-    def arm_parts(self, name: str, arm: Arm, settings: Settings) -> tuple[Any, dict[str, str]]:
-        """An experiment arm's pipeline (its settings over the same knowledge base and model) and the key that keeps
-        its answer cache apart."""
-        return self.parts.pipeline_for(f"{name}/{arm.name}", settings), self.arm_key(name, arm)
+    def arm_pipeline(self, name: str, arm: Arm, settings: Settings):
+        """An experiment arm's pipeline: its settings over the same knowledge base and model."""
+        return self.parts.pipeline_for(f"{name}/{arm.name}", settings)
 
     @staticmethod
     def arm_key(name: str, arm: Arm) -> dict[str, str]:
@@ -97,7 +96,7 @@ class FromUse:
         if arm is None:
             return self.settings, self.pipeline, {}
         settings = arm.settings_over(self.settings)
-        return (settings, *self.arm_parts(found.name, arm, settings))
+        return settings, self.arm_pipeline(found.name, arm, settings), self.arm_key(found.name, arm)
 
     def feedback(self, trace_id: str, rating: int, note: str = "", expected: Sequence[str] = (), *, key: str = "",
                  enforced: dict[str, str] | None = None, expect_refusal: bool = False) -> dict[str, Any]:

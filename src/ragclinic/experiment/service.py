@@ -54,8 +54,7 @@ class Experiments:
             if name:
                 raise self._missing(name)
             return {}
-        counts = dict(self.db.conn.execute("SELECT arm, COUNT(*) FROM experiment_requests WHERE experiment = ? "
-                                           "GROUP BY arm", [found["name"]]).fetchall())
+        counts = records.arm_counts(self.db, found["name"])
         design = Design.from_json(found["name"], found)
         return {"name": found["name"], "status": found["status"], "created": found["created"],
                 "stopped": found["stopped"], "arms": [{**a.to_json(), "requests": counts.get(a.name, 0)}

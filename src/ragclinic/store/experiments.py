@@ -66,6 +66,12 @@ def record(db, name: str, row: dict[str, Any]) -> None:
                         f"(?, {', '.join('?' * len(ROW))})", [name, *(row[k] for k in ROW)])
 
 
+def arm_counts(db, name: str) -> dict[str, int]:
+    """Requests recorded per arm."""
+    return dict(db.conn.execute("SELECT arm, COUNT(*) FROM experiment_requests WHERE experiment = ? GROUP BY arm",
+                                [name]).fetchall())
+
+
 def requests(db, name: str, enforced: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The experiment's requests, oldest first, each with its trace's ratings (``ratings``: 1 / -1, newest last);
     ``enforced``: only the requests asked under exactly these tags (a tenant's key reads its own)."""
