@@ -68,3 +68,17 @@ def test_experiments_over_http(served):
     stopped = served.post("/v1/experiments/e1/stop", headers=auth(ADMIN))
     assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
     assert "experiment" not in _ask(served, ADMIN, "s1")
+
+
+def test_a_report_is_computed_once_per_ttl_per_caller(served, monkeypatch):
+    from ragclinic.server import experiments
+
+    r = served.post("/v1/experiments", json={"name": "ttl", "arms": ARMS}, headers=auth(ADMIN))
+    assert r.status_code == 201
+    _ask(served, ADMIN, "t1")
+    first = served.get("/v1/experiments/ttl/report", headers=auth(ADMIN)).json()["requests"]
+    _ask(served, ADMIN, "t2")
+    assert served.get("/v1/experiments/ttl/report", headers=auth(ADMIN)).json()["requests"] == first  # one reading
+    monkeypatch.setattr(experiments, "REPORT_TTL_S", 0.0)
+    assert served.get("/v1/experiments/ttl/report", headers=auth(ADMIN)).json()["requests"] == first + 1
+    assert served.post("/v1/experiments/ttl/stop", headers=auth(ADMIN)).status_code == 200

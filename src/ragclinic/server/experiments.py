@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+import time
+from collections import OrderedDict
 from typing import Any
 
 from fastapi import APIRouter, Path, Request
@@ -23,6 +26,12 @@ from ragclinic.server.ui import page, who
 
 router = APIRouter(prefix="/v1", tags=["experiments"])
 pages = APIRouter(include_in_schema=False)
+# A report reads every request of the experiment (the caller's tenant's): the route, its plot and the page share one
+# reading per caller for REPORT_TTL_S, so repeated reads cost one computation (as the health page does).
+REPORT_TTL_S = 10.0
+_REPORTS: OrderedDict[tuple, tuple[float, dict]] = OrderedDict()
+_REPORTS_MAX = 64
+_REPORTS_LOCK = threading.Lock()
 
 
 class ArmBody(BaseModel):
@@ -79,9 +88,9 @@ def stop(name: str, request: Request, who_: Principal = Caller) -> dict:
 
 @router.get("/experiments/{name}/report")
 def report(name: str, request: Request, who_: Principal = Caller) -> dict:
-    """The `experiment report --json` object; a tenant's key gets the report over its own requests only."""
-    with state(request).pool.searcher() as clinic:
-        return _found(lambda: clinic.experiments.report(name, who_.enforced or None))
+    """The `experiment report --json` object; a tenant's key gets the report over its own requests only (read at
+    most once every 10 s per experiment and tenant)."""
+    return _report(request, name, who_)
 
 
 @router.get("/experiments/{name}/plot.png", response_class=Response)
@@ -112,11 +121,10 @@ def case(request: Request, case_id: int = Path(ge=1, le=2 ** 63 - 1), who_: Prin
 @pages.get("/experiments")
 def experiments_page(request: Request):
     caller = who(request)
-    enforced = caller.enforced or None
     with state(request).pool.searcher() as clinic:
         names = [e["name"] for e in clinic.experiments.listed()]
-        reports = [clinic.experiments.report(n, enforced) for n in names[:5]]
         found = clinic.cases.listed(enforced=caller.enforced if caller.tenant else None, limit=20)
+    reports = [_report(request, n, caller) for n in names[:5]]
     return page(request, "experiments.html", "experiments", caller, reports=reports, cases=found)
 
 
@@ -128,11 +136,29 @@ def experiments_plot(name: str, request: Request):
 def _plot(request: Request, name: str, who_: Principal) -> Response:
     from ragclinic.experiment.plot import plot_png  # on use: matplotlib
 
-    with state(request).pool.searcher() as clinic:
-        rep = _found(lambda: clinic.experiments.report(name, who_.enforced or None))
+    rep = _report(request, name, who_)
     reading = hashlib.sha256(json.dumps(rep, sort_keys=True, default=str).encode()).hexdigest()
     png = state(request).renders.get(("experiment", reading), lambda: plot_png(rep))
     return Response(png, media_type="image/png", headers={"Cache-Control": "no-store"})
+
+
+def _report(request: Request, name: str, who_: Principal) -> dict:
+    """The report as ``who_`` may see it (a tenant's: its own requests), computed at most once per REPORT_TTL_S."""
+    rc = state(request)
+    key = (str(rc.settings.kb), name, tuple(sorted(who_.enforced.items())))
+    now = time.monotonic()
+    with _REPORTS_LOCK:
+        hit = _REPORTS.get(key)
+    if hit is not None and now - hit[0] < REPORT_TTL_S:
+        return hit[1]
+    with rc.pool.searcher() as clinic:
+        rep = _found(lambda: clinic.experiments.report(name, who_.enforced or None))
+    with _REPORTS_LOCK:
+        _REPORTS[key] = (now, rep)
+        _REPORTS.move_to_end(key)
+        while len(_REPORTS) > _REPORTS_MAX:
+            _REPORTS.popitem(last=False)
+    return rep
 
 
 def _found(fn):
