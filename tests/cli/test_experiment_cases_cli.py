@@ -31,21 +31,22 @@ def test_an_experiment_from_start_to_report(kb_dir, tmp_path):
     started = _run("experiment", "start", "--name", "topk", "--arm", "A=", "--arm", f"B={tmp_path / 'b.toml'}",
                    "--share", "50/50", "--kb", kb_dir, "--json")
     assert started["status"] == "running" and [a["name"] for a in started["arms"]] == ["A", "B"]
-    seen = {}
-    for i in range(8):
-        a = _run("ask", "What is the risk-free rate?", "--kb", kb_dir, "--llm", "none", "--session", f"s{i}",
+    seen, asked = {}, 0
+    while asked < 8 or set(seen) != {"A", "B"}:  # the salt is random: ask on until both arms are seen (2^-39 to fail)
+        assert asked < 40, seen
+        a = _run("ask", "What is the risk-free rate?", "--kb", kb_dir, "--llm", "none", "--session", f"s{asked}",
                  "--no-cache", "--json")
         seen[a["experiment"]["arm"]] = a["trace_id"]
         assert a["experiment"]["name"] == "topk"
-    assert set(seen) == {"A", "B"}
+        asked += 1
     fb = _run("feedback", seen["B"], "--rating", "-1", "--note", "too short", "--expected", "treasury bills",
               "--kb", kb_dir, "--json")
     assert fb["case"] == 1 and fb["feedback"] == 1
     listed = _run("experiment", "status", "--kb", kb_dir, "--json")["experiments"]
-    assert sum(a["requests"] for a in listed[0]["arms"]) == 8
+    assert sum(a["requests"] for a in listed[0]["arms"]) == asked
     plot = tmp_path / "report.png"
     rep = _run("experiment", "report", "topk", "--plot", str(plot), "--kb", kb_dir, "--json")
-    assert {"arms", "comparisons", "decision", "requests", "design"} <= set(rep) and rep["requests"] == 8
+    assert {"arms", "comparisons", "decision", "requests", "design"} <= set(rep) and rep["requests"] == asked
     arm = rep["arms"][1]
     assert {"helpful_ratio", "helpful_ci", "refusal_rate", "refusals_rated_unhelpful", "refusals_rephrased",
             "followup_rate", "p50_ms", "p95_ms", "tokens_mean", "rated"} <= set(arm)

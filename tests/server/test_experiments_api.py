@@ -3,10 +3,21 @@ runs in its session's arm, a tenant's report and case list hold its own requests
 
 from __future__ import annotations
 
+import pytest
+
 from .conftest import ACME, ADMIN, GLOBEX, auth
 
 Q = "What is usually used as a proxy for the risk-free rate?"
 ARMS = [{"name": "plain", "settings": {"doctor": False}}, {"name": "small", "settings": {"doctor": False, "top_k": 3}}]
+
+
+@pytest.fixture(autouse=True)
+def no_experiment_left_running(served):
+    """The served app is shared by the module: a failed test must not leave its experiment running for the next."""
+    yield
+    for e in served.get("/v1/experiments", headers=auth(ADMIN)).json()["experiments"]:
+        if e["status"] == "running":
+            served.post(f"/v1/experiments/{e['name']}/stop", headers=auth(ADMIN))
 
 
 def _ask(served, key, session=None, question=Q):
@@ -27,8 +38,10 @@ def test_experiments_over_http(served):
     r = served.post("/v1/experiments", json={"name": "e1", "arms": ARMS, "min_rated": 1}, headers=auth(ADMIN))
     assert r.status_code == 201 and r.json()["status"] == "running"
 
-    arms = {s: _ask(served, ADMIN, s)["experiment"]["arm"] for s in ("s1", "s2", "s3", "s4", "s5", "s6")}
-    assert set(arms.values()) == {"plain", "small"}
+    arms = {}
+    while len(arms) < 6 or set(arms.values()) != {"plain", "small"}:  # the salt is random: ask on until both arms
+        assert len(arms) < 40, arms                                    # are seen (2^-39 to fail)
+        arms[f"s{len(arms) + 1}"] = _ask(served, ADMIN, f"s{len(arms) + 1}")["experiment"]["arm"]
     assert _ask(served, ADMIN, "s1")["experiment"]["arm"] == arms["s1"]  # a session stays in its arm
     mine = _ask(served, ACME, "acme-user")
     _ask(served, GLOBEX, "globex-user")
@@ -43,7 +56,7 @@ def test_experiments_over_http(served):
     assert theirs.status_code == 404  # another tenant's answer does not exist for it
 
     full = served.get("/v1/experiments/e1/report", headers=auth(ADMIN)).json()
-    assert full["requests"] == 10 and "tenant" not in full
+    assert full["requests"] == len(arms) + 4 and "tenant" not in full
     own = served.get("/v1/experiments/e1/report", headers=auth(ACME)).json()
     assert own["requests"] == 1 and own["tenant"] == {"tenant": "acme"}
     assert sum(a["rated"] for a in own["arms"]) == 1
