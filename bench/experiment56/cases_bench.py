@@ -2,7 +2,8 @@
 wrong becomes a case, as a user would file it — the answer rated -1, with the expected answer (a single-part
 expectation), or "it should have been a refusal" — in a copy of the knowledge base the run asked. Then
 `Clinic.cases.diagnose` (what `ragclinic cases diagnose` runs) localises every case: the table is the layer each
-broke, how often, and by what it was placed. Resumable: a case already diagnosed is not run again.
+broke, how often, and by what it was placed. Resumable: a case already diagnosed is not run again (`--again`:
+every case, after a debugger change).
 
     .venv/bin/python bench/experiment56/cases_bench.py --items bench/out/shapes55/eval-heldout2/items.jsonl \
         --kb-from bench/out/shapes55/kb-graph --kb bench/out/exp56/kb-cases --llm local --out bench/out/exp56/cases.json
@@ -33,6 +34,7 @@ def main() -> None:
     ap.add_argument("--kb", type=Path, required=True)
     ap.add_argument("--llm", default="local")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--again", action="store_true", help="diagnose every case again (after a debugger change)")
     args = ap.parse_args()
     if not args.kb.exists():
         shutil.copytree(args.kb_from, args.kb, ignore=shutil.ignore_patterns("answer-cache.sqlite3", "lock"))
@@ -46,7 +48,7 @@ def main() -> None:
             single = len(d["expected"]) == 1 and not d["expect_refusal"]
             c.feedback(d["baseline"]["trace_id"], -1, f"wrong ({d['id']})", d["expected"][0] if single else (),
                        key="bench", expect_refusal=d["expect_refusal"])
-        todo = [x["id"] for x in c.cases.listed(limit=100_000) if x["diagnosis"] is None]
+        todo = [x["id"] for x in c.cases.listed(limit=100_000) if args.again or x["diagnosis"] is None]
         t0 = time.time()
         for n, case_id in enumerate(todo, start=1):
             c.cases.diagnose([case_id])

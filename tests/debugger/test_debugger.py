@@ -196,3 +196,24 @@ def test_the_hyphen_fix_the_parse_probe_suggests_works(tmp_path):
         assert _run(base, Expectation((("cash-flow",),)), "What do analysts discount?").layers["parse"].status == "ok"
     finally:
         base.close()
+
+
+def test_an_answer_the_second_reading_let_through_is_fixed_by_turning_it_off(kb):
+    """The threshold refused; the model, reading again, took a passage for an answer no document gives. Raising the
+    threshold would change nothing (the refusal is read again), so the fix named is the second reading."""
+    lm = ScriptedLanguageModel(["Duration measures how much a bond price moves when interest rates change",
+                                "The cover is blue [1]."] * 3, yes_prob=0.9)
+    d = _run(kb, Expectation(expect_refusal=True), "What colour is the cover of the duration report?", lm=lm,
+             gate_threshold_lexical=1.0, gate_threshold_judge=1.0)
+    gate = d.layers["gate"]
+    assert d.verdict == "gate" and gate.evidence["decision"]["reread"] >= 1, gate
+    assert "second reading" in gate.evidence["summary"] and "gate_reread" in d.suggestion
+    assert [f.settings for f in d.fixes] == [{"gate_reread": False}]
+
+
+def test_a_threshold_fix_also_comes_without_the_second_reading_when_a_model_reads_again(kb):
+    lm = ScriptedLanguageModel(["The collar is red [1]."] * 4, yes_prob=0.9)
+    d = _run(kb, Expectation(expect_refusal=True), "What colour is the cat's collar?", lm=lm,
+             gate_threshold_lexical=0.0, gate_threshold_judge=0.0)
+    assert d.verdict == "gate", d.layers["gate"]
+    assert [set(f.settings) for f in d.fixes][-1] >= {"gate_reread"} and len(d.fixes) == 2

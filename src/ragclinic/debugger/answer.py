@@ -15,12 +15,13 @@ from typing import Any
 from ragclinic.debugger.base import Case, Fix, LayerReport, fault, not_reached, ok
 from ragclinic.types import AskState
 from ragclinic.types import Passage
+from ragclinic.verify.answer_check import backing
 
 
 def _with_gold(case: Case, force_answer: bool = False):
     """A change putting the gold chunk first in the context (the rest kept up to context_k) and, for the
     generate probe, the gate's decision set to answer."""
-    gold = case.gold_hits[:1]
+    gold = case.gold_hits[:max(1, len({s.chunk.id for s in case.said}))]  # every chunk a part is said in
     docs = case.kb.db.doc_infos([h.chunk.doc_id for h in gold])
 
     def change(state: AskState) -> AskState:
@@ -51,13 +52,7 @@ def probe_gate(case: Case) -> LayerReport:
         if decision.get("route") == "clarify":
             return ok("the gate asked a clarifying question instead of answering", decision=decision)
         if decision.get("route") == "answer" and not case.trace.final.get("refused"):
-            score = decision.get("evidence_score", 0.0)
-            name = _threshold_name(decision)
-            return fault(f"the gate answered though no passage should support an answer ({decision.get('reason')})",
-                         f"gate answered with evidence score {score:.2f} and no real evidence: raise "
-                         f"{name} above {score:.2f}",
-                         Fix(f"{name} {min(1.0, score + 0.05):.2f}", settings={name: round(min(1.0, score + 0.05), 3)}),
-                         decision=decision)
+            return _answered_without_evidence(case, decision)
         return ok("the question was refused" + (" by the gate" if decision.get("route") != "answer" else
                                                 " (the generator declined)"), decision=decision)
     if not case.gold_hits:
@@ -80,6 +75,29 @@ def probe_gate(case: Case) -> LayerReport:
                      decision={"route": d.route, "evidence_score": d.evidence_score, "reason": d.reason},
                      counterfactual_trace=trace.id)
     return ok(f"with the gold chunk in the context the gate answers ({d.reason})", counterfactual_trace=trace.id)
+
+
+def _answered_without_evidence(case: Case, decision: dict[str, Any]) -> LayerReport:
+    """The gate answered a question no passage should answer. When its threshold refused and the model's second
+    reading (gate_reread) answered from a passage, the threshold is not what let it through: the reading is. Else
+    a higher threshold — and, with the second reading on, the same without it, since a refusal on weak evidence is
+    read again and may be answered anyway."""
+    score = decision.get("evidence_score", 0.0)
+    name = _threshold_name(decision)
+    if decision.get("reread"):
+        return fault(f"the gate's threshold refused, but the model's second reading answered from passage "
+                     f"[{decision['reread']}] ({decision.get('reason')})",
+                     f"the model read passage [{decision['reread']}] again and found an answer no passage states: turn "
+                     "the second reading off (gate_reread = false) or use a stronger model (--llm)",
+                     Fix("no second reading (gate_reread off)", settings={"gate_reread": False}), decision=decision)
+    higher = round(min(1.0, score + 0.05), 3)
+    fixes = [Fix(f"{name} {higher:.2f}", settings={name: higher})]
+    if case.pipeline.settings.gate_reread and case.pipeline.lm is not None:
+        fixes.append(Fix(f"{name} {higher:.2f} and no second reading (gate_reread off)",
+                         settings={name: higher, "gate_reread": False}))
+    return fault(f"the gate answered though no passage should support an answer ({decision.get('reason')})",
+                 f"gate answered with evidence score {score:.2f} and no real evidence: raise {name} above {score:.2f}",
+                 *fixes, decision=decision)
 
 
 def _threshold_name(decision: dict[str, Any]) -> str:
@@ -109,6 +127,8 @@ def probe_generate(case: Case) -> LayerReport:
     gold_n = (next((p.n for p in state.passages if p.chunk.id in gold), None) if state is not None
               else _gold_n(trace, gold))
     right = case.expect.satisfied_by(answer)
+    if not right and case.said:  # an answer expected in other words: does this one state every part?
+        right = all(backing(case.trace.query, s.part, answer.get("answer", "")).backed for s in case.said)
     if right is None:  # only the gold document is known: did the answer use it?
         gold_docs = {d["doc_id"] for d in case.gold_docs}
         right = any(c.get("doc_id") in gold_docs for c in answer.get("citations", []))
@@ -116,6 +136,12 @@ def probe_generate(case: Case) -> LayerReport:
         return ok("with the gold chunk injected the generator answers right", answer=answer.get("answer", "")[:300],
                   counterfactual_trace=trace.id)
     where = f"passage [{gold_n}]" if gold_n else "the gold passage"
+    if computed := sorted({f for s in case.said for f in s.computed}):
+        return fault(f"with the chunk the expected figure is computed from injected as {where} the generator still "
+                     f"answers wrong", f"the expected {', '.join(computed)} is stated nowhere: it is computed from the "
+                     f"figures in {where}; the tools path computes it (tools_path, with the model), or try a stronger "
+                     "model (--llm)", *_compute_fixes(case), *_generate_fixes(case, gold_n),
+                     answer=answer.get("answer", "")[:300], claims=claims, counterfactual_trace=trace.id)
     return fault(f"with the gold chunk injected as {where} the generator still answers wrong",
                  f"generator ignored {where} that states the answer: try a stronger model (--llm), fewer passages "
                  "(context_k), or the doctor's refine treatment", *_generate_fixes(case, gold_n),
@@ -133,6 +159,12 @@ def _generate_fixes(case: Case, gold_n: int | None) -> tuple[Fix, ...]:
         fixes.append(Fix(f"{keep} passage(s) in the context (context_k)", settings={"context_k": keep},
                          request={"context_k": keep}))
     return tuple(fixes)
+
+
+def _compute_fixes(case: Case) -> tuple[Fix, ...]:
+    """The tools path (the planner's calculator) for an answer computed from stated figures, when it is off."""
+    return () if case.pipeline.settings.tools_path else (Fix("the tools path (tools_path)",
+                                                             settings={"tools_path": True}),)
 
 
 def _gold_n(trace, gold: set[str]) -> int | None:

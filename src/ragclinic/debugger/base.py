@@ -114,6 +114,7 @@ class Case:
     located: dict[str, tuple[int, int]] = field(default_factory=dict)  # doc_id → answer span in the parsed text
     gold_chunks: list[tuple[int, Chunk]] = field(default_factory=list)  # (rowid, chunk)
     gold_hits: list[Hit] = field(default_factory=list)  # the gold chunks as hits (for injection)
+    said: list[Any] = field(default_factory=list)  # debugger/said.Said: parts said in other words, and where
     satisfied: bool | None = None  # is the trace's answer right (None: only the gold document is known)
     counterfactual: tuple | None = None  # (state, trace) of the gate probe's re-run with the gold chunk
 

@@ -61,6 +61,8 @@ def probe_retrieve(case: Case) -> LayerReport:
     gold = case.gold_ids()
     top_k = case.request.top_k
     rank = next((i for i, h in enumerate(hits, start=1) if h.chunk.id in gold), None)
+    if rank is not None and (missed := _missed_parts(case)):
+        return missed
     if rank is not None:
         return ok(f"the gold chunk was retrieved at rank {rank} of {top_k}", rank=rank, top_k=top_k)
     allowed, rule = _allowed(case)
@@ -72,6 +74,48 @@ def probe_retrieve(case: Case) -> LayerReport:
     reasons = _miss_reasons(case, ranks)
     return fault(_miss_summary(ranks, used, top_k), _miss_fix(ranks, reasons, used, top_k),
                  *_miss_fixes(case, ranks, reasons, used), ranks=ranks, top_k=top_k, retriever=used, reasons=reasons)
+
+
+def _missed_parts(case: Case) -> LayerReport | None:
+    """A fault when the expected answer has parts said in several chunks (a summary over documents) and the search
+    found some of them but not all: the answer could state only what it was given. Where the run's retriever ranks
+    each missed chunk for the question says how deep a search would have found it."""
+    chunks = {s.chunk.id for s in case.said}
+    if len(chunks) < 2:
+        return None
+    reached = {h.chunk.id for h in case.hits()} | {p.chunk.id for p in case.passages()} | _collected(case)
+    missed = [s for s in case.said if s.chunk.id not in reached]
+    if not missed:
+        return None
+    req = case.request
+    question = replace(req, scope=Scope(), scope_pairs=(), top_k=DEPTH, rerank=False, search_queries=(),
+                       sub_questions=(), fusion_weights=())
+    state, _ = case.pipeline.run_layer("retrieve", AskState(question), scope_newest_version=False)
+    ranks = {h.chunk.id: i for i, h in enumerate(state.hits, start=1)}
+    parts = [{"part": s.part, "doc_id": s.chunk.doc_id, "chunk": s.chunk.ordinal, "rank": ranks.get(s.chunk.id)}
+             for s in missed]
+    shown = "; ".join(f"'{p['part']}' (rank {p['rank'] or f'>{DEPTH}'})" for p in parts)
+    deepest = max((p["rank"] for p in parts if p["rank"]), default=None)
+    fixes = []
+    if deepest is not None:
+        keep = min(50, max(req.context_k, deepest))
+        fixes.append(Fix(f"retrieve the top {deepest} (top_k) and keep {keep} (context_k)",
+                         settings={"top_k": deepest, "context_k": keep}, request={"top_k": deepest, "context_k": keep}))
+    if not req.rerank:
+        fixes.append(Fix("rerank a deeper search with the judge", settings={"rerank": True}, request={"rerank": True}))
+    n = len({s.part for s in case.said})
+    how = f"raise top_k to {deepest}" if deepest else "ask for each part in its own words"
+    return fault(f"the search missed the chunks of {len(missed)} of {n} parts of the expected answer: {shown}",
+                 f"the answer needs {n} chunks and the search ({req.retriever}, top_k {req.top_k}) found "
+                 f"{n - len(missed)}: {how}, or enable rerank", *fixes, missed_parts=parts, top_k=req.top_k,
+                 retriever=req.retriever)
+
+
+def _collected(case: Case) -> set[str]:
+    """Chunks a question answered over the graph's communities or documents gathered besides the search's hits."""
+    span = case.trace.span("gate")
+    graph = (span.output.graph if span is not None and span.output is not None else None) or {}
+    return set((graph.get("collection") or {}).get("chunks") or ())
 
 
 def _miss_summary(ranks: dict[str, int | None], used: str, top_k: int) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from ragclinic.debugger.base import Fix, Case, LayerReport, around, fault, not_reached, ok
 from ragclinic.debugger.parse_fixes import ParseEvidence, boilerplate_block, parse_fixes
 from ragclinic.debugger.raw import raw_text
+from ragclinic.debugger.said import Said, said_where
 from ragclinic.ingest.parse.ocr import LOW_CONFIDENCE, stored_pages
 from ragclinic.text.answers import locate_any
 from ragclinic.text.support import content_terms
@@ -49,12 +50,20 @@ def probe_parse(case: Case) -> LayerReport:
         docs = [d for d in documents(db) if locate_any(answers, d["text"])]
         if not docs:  # perhaps the parser garbled it: look in the raw text of the likeliest documents
             docs = _likely_sources(case, answers)
+        if not docs:  # a summary, a paraphrase or a computed figure is said in other words, not lost
+            found, missing = _said(case)
+            said = bool(found) and len(found) >= len(missing)
+            if said and not any(s.computed for s in found):
+                return _said_ok(case, found, missing)
         if not docs and (read := _read_by_ocr(case, documents(case.kb.db))):
-            return read  # the answer may be on a page OCR misread
+            return read  # the answer may be on a page OCR misread (likelier than a figure computed from it)
+        if not docs and said:
+            return _said_ok(case, found, missing)
         if not docs:
-            return fault("no document in the knowledge base states the expected answer",
-                         "ingest the document that states it, or pass --gold-doc if it says it in other words",
-                         expected=answers)
+            part = f"; only {len(found)} of {len(found) + len(missing)} of its parts are" if found else ""
+            return fault(f"no document in the knowledge base states the expected answer, in these or other words{part}",
+                         "ingest the document that states it, or pass --gold-doc if it says it in words the "
+                         "debugger does not match", expected=answers, said=_said_json(case, found), unsaid=missing)
     else:
         return ok("nothing to look for")
     case.gold_docs = docs
@@ -69,6 +78,40 @@ def probe_parse(case: Case) -> LayerReport:
     if found:
         return joined or ok("the expected answer is in the parsed text", found=found)
     return _lost_in_parsing(case, docs, answers)
+
+
+def _said(case: Case) -> tuple[list[Said], list[str]]:
+    """Where each part of the expected answer is said in other words (debugger/said.py), and the parts said nowhere."""
+    found: list[Said] = []
+    missing: list[str] = []
+    for alternatives in case.expect.answers:
+        f, m = said_where(case, list(alternatives))
+        found, missing = found + f, missing + m
+    return found, missing
+
+
+def _said_json(case: Case, found: list[Said]) -> list[dict[str, Any]]:
+    paths = {d["doc_id"]: d["path"] for d in _docs(case, [s.chunk.doc_id for s in found])}
+    return [s.to_json(paths.get(s.chunk.doc_id, "")) for s in found]
+
+
+def _docs(case: Case, ids: list[str]) -> list[dict[str, Any]]:
+    ids = list(dict.fromkeys(ids))
+    return documents(case.kb.db, f"WHERE doc_id IN ({','.join('?' * len(ids))})", tuple(ids)) if ids else []
+
+
+def _said_ok(case: Case, found: list[Said], missing: list[str]) -> LayerReport:
+    """The parts said in other words become the gold chunks the later probes judge."""
+    by_id = {d["doc_id"]: d for d in _docs(case, [s.chunk.doc_id for s in found])}
+    case.gold_docs = [by_id[i] for i in dict.fromkeys(s.chunk.doc_id for s in found) if i in by_id]
+    case.said = found
+    computed = sorted({f for s in found for f in s.computed})
+    how = "computed from what the documents state" if computed and len(computed) == len(found) else \
+        "said in other words"
+    rest = f"; {len(missing)} part(s) said nowhere" if missing else ""
+    return ok(f"no document writes the expected answer verbatim; {len(found)} of {len(found) + len(missing)} part(s) "
+              f"are {how}{rest}: later probes judge the chunks that say them", said=_said_json(case, found),
+              unsaid=missing, computed=computed)
 
 
 def _likely_sources(case: Case, answers: list[str]) -> list[dict[str, Any]]:
@@ -175,6 +218,12 @@ def _page(raw: str, offset: int) -> int | None:
 def probe_chunk(case: Case) -> LayerReport:
     if not case.gold_docs:
         return not_reached("no gold document to look for")
+    if case.said:  # the parse probe found the chunks that say the answer in other words
+        case.gold_chunks = list({c.id: (r, c) for r, c in ((s.rowid, s.chunk) for s in case.said)}.values())
+        _hits(case)
+        first = case.gold_chunks[0][1]
+        return ok(f"{len(case.gold_chunks)} chunk(s) say the expected answer's parts (chunk {first.ordinal} of "
+                  f"{first.doc_id} first)", chunks=[c.id for _, c in case.gold_chunks], text=first.text[:200])
     db = case.kb.db
     reports, held = [], False
     want = case.trace.query + " " + " ".join(case.expect.texts)

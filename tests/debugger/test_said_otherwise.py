@@ -1,0 +1,83 @@
+"""An expected answer a user types is often a summary or a paraphrase of what the documents say, or a figure computed
+from what they state. No document writes it verbatim, yet no layer lost it: the parse probe finds where each part of
+it is said in other words, and the later probes judge those chunks. A parse fault stays for what no document says in
+any words."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import build_kb
+
+from ragclinic.debugger import Debugger, Expectation
+from ragclinic.pipeline.runner import Pipeline
+
+DOCS = {
+    "labels.md": "# Label incident\n\nWhy nobody caught it\n\nIn June the quality team lost its second technician, so "
+                 "label inspection went from every pallet to one pallet in three.\n",
+    "zh-bag.md": "# 受潮事件\n\n为何没有及时发现\n\n7月起，来料检验组一名员工离职、一名员工调岗，来料检验由每批全检改为每5批抽检1批。\n",
+    "acme.md": "# Acme supply agreement\n\nPayment terms\n\nAcme invoices are paid within 30 days of delivery.\n",
+    "birch.md": "# Birch milling agreement\n\nPayment terms\n\nBirch Mills is paid 45 days after the end of the month.\n",
+    "cobalt.md": "# Cobalt hosting agreement\n\nFees\n\nCobalt's hosting fee is paid monthly in advance.\n",
+    "pricing.md": "# Plans\n\nThe Pro plan costs £149 a month. Paying yearly upfront gives two months free.\n",
+    "canteen.md": "# Canteen\n\nThe canteen serves soup and sandwiches from noon until two.\n",
+}
+TAGS = {"labels.md": {"year": "2024"}, "zh-bag.md": {"year": "2024"}}
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    base = build_kb(tmp_path_factory.mktemp("said"), DOCS, TAGS, judge="learned")  # the default judge
+    yield base
+    base.close()
+
+
+def _run(kb, answer, question, scope=None, **settings):
+    pipe = Pipeline(kb, settings=kb.settings.model_copy(update=settings) if settings else None)
+    return Debugger(pipe).diagnose(Expectation(((answer,),)), question=question, scope=scope)
+
+
+def test_a_paraphrased_answer_behind_a_scope_filter_is_the_scope_not_the_parser(kb):
+    d = _run(kb, "label checks were cut to every third pallet after the technician left",
+             "Why didn't anyone catch the wrongly printed labels?", scope={"year": "2023"})
+    parse = d.layers["parse"]
+    assert parse.status == "ok", parse
+    said = parse.evidence["said"]
+    assert [s["doc_id"] for s in said] and all(s["doc_id"] == said[0]["doc_id"] for s in said)
+    assert "labels.md" in said[0]["path"]
+    assert d.verdict == "scope" and "year=2023" in d.suggestion
+
+
+def test_a_chinese_paraphrase_is_found_in_the_document_that_says_it(kb):
+    d = _run(kb, "来料检验人手减少，改成了每5批抽检1批", "内袋材料换了，入库的时候为什么没人发现？", scope={"year": "2023"})
+    parse = d.layers["parse"]
+    assert parse.status == "ok" and {s["part"] for s in parse.evidence["said"]} == {"来料检验人手减少",
+                                                                                     "改成了每5批抽检1批"}
+    assert all("zh-bag.md" in s["path"] for s in parse.evidence["said"])
+    assert d.verdict == "scope"
+
+
+def test_a_summary_over_several_documents_names_the_parts_the_search_missed(kb):
+    d = _run(kb, "30 days for Acme, 45 days for Birch, monthly in advance for Cobalt",
+             "What payment terms did we agree with each supplier?", top_k=1, context_k=1)
+    parse = d.layers["parse"]
+    assert parse.status == "ok" and len(parse.evidence["said"]) == 3
+    assert {s["path"].rsplit("/", 1)[-1] for s in parse.evidence["said"]} == {"acme.md", "birch.md", "cobalt.md"}
+    assert d.layers["chunk"].status == "ok"
+    retrieve = d.layers["retrieve"]
+    assert d.verdict == "retrieve" and retrieve.status == "fault", retrieve
+    assert len(retrieve.evidence["missed_parts"]) == 2 and "2 of 3" in retrieve.evidence["summary"]
+    assert any(f.settings.get("top_k", 0) > 1 for f in retrieve.fixes)
+
+
+def test_a_computed_figure_is_placed_on_the_chunk_it_is_computed_from(kb):
+    d = _run(kb, "£1,490", "What does the Pro plan cost if we pay for the whole year upfront?")
+    parse = d.layers["parse"]
+    assert parse.status == "ok" and parse.evidence["computed"] == ["1490"]
+    assert "pricing.md" in parse.evidence["said"][0]["path"]
+    assert d.verdict != "parse"
+
+
+def test_what_no_document_says_in_any_words_is_still_a_parse_fault(kb):
+    d = _run(kb, "the warehouse roof leaked onto the pallets", "Why did the pallets get wet?")
+    assert d.verdict == "parse" and "in these or other words" in d.layers["parse"].evidence["summary"]
+    assert d.layers["parse"].evidence["said"] == []
