@@ -9,6 +9,7 @@ import pytest
 from helpers import build_kb
 
 from ragclinic.debugger import Debugger, Expectation
+from ragclinic.debugger.said import derived
 from ragclinic.pipeline.runner import Pipeline
 
 DOCS = {
@@ -18,7 +19,10 @@ DOCS = {
     "acme.md": "# Acme supply agreement\n\nPayment terms\n\nAcme invoices are paid within 30 days of delivery.\n",
     "birch.md": "# Birch milling agreement\n\nPayment terms\n\nBirch Mills is paid 45 days after the end of the month.\n",
     "cobalt.md": "# Cobalt hosting agreement\n\nFees\n\nCobalt's hosting fee is paid monthly in advance.\n",
-    "pricing.md": "# Plans\n\nThe Pro plan costs £149 a month. Paying yearly upfront gives two months free.\n",
+    "pricing.md": "# Plans\n\nThe Pro plan costs £149 a month. Paying for the year upfront costs ten months' fees.\n",
+    "museum.md": "# Harbour Museum\n\nThe Harbour Museum opened in 1962 with 40 rooms. Its east wing was added in\n\n, after "
+                 "the flood, and the single spent\n\nat number one on the city chart.\n",
+    "bream.md": "# Blue-lined bream\n\nThe blue-lined bream is found around Fiji, Samoa, Tonga and Palau.\n",
     "canteen.md": "# Canteen\n\nThe canteen serves soup and sandwiches from noon until two.\n",
 }
 TAGS = {"labels.md": {"year": "2024"}, "zh-bag.md": {"year": "2024"}}
@@ -81,3 +85,27 @@ def test_what_no_document_says_in_any_words_is_still_a_parse_fault(kb):
     d = _run(kb, "the warehouse roof leaked onto the pallets", "Why did the pallets get wet?")
     assert d.verdict == "parse" and "in these or other words" in d.layers["parse"].evidence["summary"]
     assert d.layers["parse"].evidence["said"] == []
+
+
+def test_a_figure_lost_from_the_document_is_not_taken_for_a_computed_one(kb):
+    # 1991 is no single step from 1962 and 40: the year was lost (drawn as a picture), not computed
+    d = _run(kb, "1991", "When was the Harbour Museum's east wing added?")
+    assert d.verdict == "parse", d.layers["parse"]
+
+
+def test_a_count_written_in_words_is_not_said_in_other_words_where_the_chunk_lacks_it(kb):
+    d = _run(kb, "ten weeks", "How many weeks did the Harbour Museum's single spend at number one?")
+    assert d.verdict == "parse", d.layers["parse"]
+
+
+def test_names_in_a_chunk_about_something_else_do_not_say_the_answer(kb):
+    d = _run(kb, "Fiji, Samoa and Tonga", "Where is the yellowfin parrotfish found?")
+    assert d.verdict == "parse", d.layers["parse"]
+    assert "bream.md" not in " ".join(s["path"] for s in d.layers["parse"].evidence["said"])
+
+
+def test_a_computed_figure_is_one_step_from_two_stated_ones_as_written():
+    assert derived("290", frozenset({"3480", "12"})) and derived("33.3", frozenset({"100", "3"}))
+    assert derived("1490", frozenset({"149", "10"})) and derived("15", frozenset({"300", "5"}))  # 5% of 300
+    assert not derived("1979", frozenset({"1976", "14", "10", "1"}))  # "Formula One" is no step
+    assert not derived("69670", frozenset({"1.41", "9.89", "2008", "20"}))

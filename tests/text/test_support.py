@@ -28,6 +28,13 @@ def test_a_traditional_passage_backs_a_claim_written_with_a_digit_ordinal():
     assert not backing(q, "香港第4任行政长官是董建华。", passage).backed
 
 
+def test_both_factors_of_a_relay_or_a_size_are_numbers():
+    # "4x200米" states 200: a passage with only the 4x100 record does not back a 4x200 one
+    assert numbers("4x200米自由式接力") == {"4", "200"} and numbers("4×50米") == {"4", "50"}
+    assert numbers("model X200, version a3") == frozenset()  # a letter before a number still hides it
+    assert not backing("她保持了哪些纪录？", "4x200米自由式接力的世界纪录", "她刷新了4x100米自由式接力的世界纪录").backed
+
+
 def test_a_passage_that_writes_a_number_in_words_has_the_digit_a_short_answer_gives():
     # issue 52: "2" Golden Globes was refused against a passage saying "two Golden Globe Awards" — the peer's
     # "two" was right, and so was ragclinic's "2"

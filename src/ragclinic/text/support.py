@@ -22,8 +22,9 @@ _QUESTION_WORDS = frozenset(
     # how answers talk about their sources ("according to passage [2]", "根据[1]和[2]两段"): not content
     "根据 段落 两段 三段 文档 所述 描述 陈述 accord passag".split()
 )
-# Not preceded by a Latin letter, digit or point (a Chinese character may precede: "支付3%的利息").
-_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
+# Not preceded by a Latin letter, digit or point (a Chinese character may precede: "支付3%的利息"), but for the
+# second factor of "4x200" (a relay, a size: both numbers are stated).
+_NUMBER = re.compile(r"(?:(?<=\d[xX])|(?<![A-Za-z0-9_.]))[-+]?\d+(?:[,，]\d{3})*(?:\.\d+)?(?![\d])")
 
 
 # Chinese ordinals ("第四任", "第十二届"): the number a claim may write in digits ("第4屆").
