@@ -10,6 +10,7 @@ from helpers import build_kb
 
 from ragclinic.debugger import Debugger, Expectation
 from ragclinic.debugger.said import derived
+from ragclinic.models.fake_llm import ScriptedLanguageModel
 from ragclinic.pipeline.runner import Pipeline
 
 DOCS = {
@@ -22,6 +23,8 @@ DOCS = {
     "pricing.md": "# Plans\n\nThe Pro plan costs £149 a month. Paying for the year upfront costs ten months' fees.\n",
     "museum.md": "# Harbour Museum\n\nThe Harbour Museum opened in 1962 with 40 rooms. Its east wing was added in\n\n, after "
                  "the flood, and the single spent\n\nat number one on the city chart.\n",
+    "butter.md": "# Price list\n\n| Product | Pack | Retail price | Wholesale price |\n|---|---|---|---|\n"
+                 "| Unsalted butter | 10 kg case | £74.00 | £63.50 |\n",
     "bream.md": "# Blue-lined bream\n\nThe blue-lined bream is found around Fiji, Samoa, Tonga and Palau.\n",
     "canteen.md": "# Canteen\n\nThe canteen serves soup and sandwiches from noon until two.\n",
 }
@@ -35,8 +38,8 @@ def kb(tmp_path_factory):
     base.close()
 
 
-def _run(kb, answer, question, scope=None, **settings):
-    pipe = Pipeline(kb, settings=kb.settings.model_copy(update=settings) if settings else None)
+def _run(kb, answer, question, scope=None, lm=None, **settings):
+    pipe = Pipeline(kb, lm=lm, settings=kb.settings.model_copy(update=settings) if settings else None)
     return Debugger(pipe).diagnose(Expectation(((answer,),)), question=question, scope=scope)
 
 
@@ -109,3 +112,20 @@ def test_a_computed_figure_is_one_step_from_two_stated_ones_as_written():
     assert derived("1490", frozenset({"149", "10"})) and derived("15", frozenset({"300", "5"}))  # 5% of 300
     assert not derived("1979", frozenset({"1976", "14", "10", "1"}))  # "Formula One" is no step
     assert not derived("69670", frozenset({"1.41", "9.89", "2008", "20"}))
+
+
+def test_a_price_gap_is_computed_from_the_two_prices_of_one_row(kb):
+    d = _run(kb, "£10.50", "what's the gap between the retail and wholesale price on a 10kg case of butter?")
+    parse = d.layers["parse"]
+    assert parse.status == "ok" and parse.evidence["computed"] == ["10.5"], parse
+    assert "butter.md" in parse.evidence["said"][0]["path"]
+
+
+def test_a_summary_that_leaves_parts_out_names_them_when_every_part_was_given(kb):
+    lm = ScriptedLanguageModel(["Acme invoices are paid within 30 days of delivery [1]."] * 6, yes_prob=0.9)
+    d = _run(kb, "30 days for Acme, 45 days for Birch, monthly in advance for Cobalt",
+             "What payment terms did we agree with each supplier?", lm=lm, top_k=10, context_k=10)
+    generate = d.layers["generate"]
+    assert d.verdict == "generate" and generate.status == "fault", d.layers
+    assert [p["part"] for p in generate.evidence["left_out"]] == ["45 days for Birch", "monthly in advance for Cobalt"]
+    assert "leaves out 2" in generate.evidence["summary"] and "1 of 3 parts" in d.suggestion

@@ -142,10 +142,28 @@ def probe_generate(case: Case) -> LayerReport:
                      f"figures in {where}; the tools path computes it (tools_path, with the model), or try a stronger "
                      "model (--llm)", *_compute_fixes(case), *_generate_fixes(case, gold_n),
                      answer=answer.get("answer", "")[:300], claims=claims, counterfactual_trace=trace.id)
+    if len({s.part for s in case.said}) > 1:
+        return _parts_left_out(case, answer, state, gold_n, claims, trace.id)
     return fault(f"with the gold chunk injected as {where} the generator still answers wrong",
                  f"generator ignored {where} that states the answer: try a stronger model (--llm), fewer passages "
                  "(context_k), or the doctor's refine treatment", *_generate_fixes(case, gold_n),
                  answer=answer.get("answer", "")[:300], claims=claims, counterfactual_trace=trace.id)
+
+
+def _parts_left_out(case: Case, answer: dict, state, gold_n: int | None, claims: list, trace_id: str) -> LayerReport:
+    """An answer of several parts (a summary over documents) that leaves some out though every chunk saying one
+    was in the context: the parts it left out, and the passages that say them."""
+    text = answer.get("answer", "")
+    numbered = {p.chunk.id: p.n for p in state.passages} if state is not None else {}
+    left = [s for s in case.said if not backing(case.trace.query, s.part, text).backed]
+    n = len({s.part for s in case.said})
+    shown = "; ".join(f"'{s.part}'" + (f" [{numbered[s.chunk.id]}]" if s.chunk.id in numbered else "") for s in left)
+    return fault(f"with the {len({s.chunk.id for s in case.said})} chunks that say the expected answer's {n} parts "
+                 f"injected, the generator still leaves out {len(left)}: {shown}",
+                 f"the answer states {n - len(left)} of {n} parts though every part's passage was given: try a "
+                 "stronger model (--llm), fewer passages (context_k), or the doctor's refine treatment",
+                 *_generate_fixes(case, gold_n), answer=text[:300], claims=claims, counterfactual_trace=trace_id,
+                 left_out=[{"part": s.part, "doc_id": s.chunk.doc_id, "chunk": s.chunk.ordinal} for s in left])
 
 
 def _generate_fixes(case: Case, gold_n: int | None) -> tuple[Fix, ...]:

@@ -13,8 +13,8 @@ search for it ranks first, with the question and without, over the whole knowled
   a figure: fewer than three terms and figures besides the question's) only in a chunk about the question ("Fiji" in a chunk
   about another fish says nothing of this one);
 - **said in other words**: the judge (the learned verifier by default) says the chunk supports the part — never a
-  bare part, never a figure the chunk does not state ("ten weeks" included: the verifier reads no numbers);
-- **computed**: the part states a figure (13 or more) no candidate states, one +, −, ×, ÷ or percentage away from two
+  bare name, never a figure the chunk does not state ("ten weeks" included: the verifier reads no numbers);
+- **computed**: the part states a figure (a decimal, or a whole number of 13 or more) no candidate states, one +, −, ×, ÷ or percentage away from two
   figures a candidate about the question states (with the question's): £1,490 from £149 and "ten months". A figure
   lost from the document (a year drawn as a picture) is made from none, and stays a parse fault.
 
@@ -38,7 +38,7 @@ _CLAUSES = re.compile(r"[；;。\n，、]|,(?!\d{3}(?!\d))|\s+(?:and|but|while|w
 DEPTH = 15  # chunks a search returns per query: the part alone, and the question with the part
 MIN_QUESTION_COVERAGE = 0.3  # a chunk that names a bare part, or that a figure is computed from, is about the question
 MIN_PARAPHRASE_TERMS = 3  # a part adding fewer terms is a name or a figure: said in its words or not at all
-MIN_COMPUTED = 13  # a smaller count is stated or not: small figures are made by chance from any two
+MIN_COMPUTED = 13  # a smaller whole number is stated or not: small counts are made by chance from any two
 
 
 @dataclass(frozen=True)
@@ -93,8 +93,8 @@ def _said(case, part: str) -> Said | None:
             continue  # "Fiji" in a chunk about another fish does not say where this one lives
         if not figures - stated_numbers(chunk.text) and backing(question, part, chunk.text).backed:
             return Said(part, rowid, chunk, "in its words")
-        if bare or figures - stated_numbers(chunk.text):
-            continue  # a figure the chunk does not state is not said there in any words (the judge reads no numbers)
+        if (bare and not figures) or figures - stated_numbers(chunk.text):
+            continue  # a name is said in its words or not at all; a figure the chunk lacks is not said there either
         p = judge.judge("support", chunk.text, claim)
         if p >= threshold and (best is None or p > best[0]):
             best = (p, Said(part, rowid, chunk, f"in other words (judge P={p:.2f})"))
@@ -107,8 +107,8 @@ def _computed(question: str, part: str, figures: frozenset[str], candidates: lis
     the part states no figure or none is made so (a figure lost from the document is not a computed one)."""
     if not figures or any(figures & stated_numbers(c.text) for _, c in candidates):
         return None
-    if any(float(f) < MIN_COMPUTED for f in figures):
-        return None
+    if any(float(f) < MIN_COMPUTED and "." not in f for f in figures):
+        return None  # a small count is stated or not (£10.50 may still be a difference of two prices)
     given = stated_numbers(question)
     sources = [(coverage(question, c.text), r, c) for r, c in candidates]
     sources = [s for s in sources if s[0] >= MIN_QUESTION_COVERAGE
