@@ -85,6 +85,7 @@ def test_side_effects_on_an_evaluation_set_are_scored_against_its_answers(folder
         assert fx["source"] == "eval set" and fx["asked"] == 2
         rows = {r["question"]: r["change"] for r in fx["rows"]}
         assert rows[OTHERS[0]] in ("same", "better")  # answered right with or without the lower threshold
+        assert fx["to_refusal"] == sum(r["to_refusal"] for r in fx["rows"])
         # the verdict follows the rows: a question that got worse makes it "with side effects", and keeps nothing
         assert (d.applied.verdict == "fixed_with_side_effects") == (fx["worse"] > 0)
         if fx["worse"]:
@@ -165,3 +166,16 @@ def test_cli_apply_json_contract_and_usage(folder, monkeypatch):
     bad = CliRunner().invoke(app, ["diagnose", "--kb", str(folder / "kb"), "-q", Q, "--expected", "45", "--keep"])
     assert bad.exit_code == 2 and "--keep and --side-effects go with --apply" in bad.output
 
+
+
+def test_an_answer_a_fix_turns_into_a_refusal_is_counted_even_when_it_was_wrong():
+    """Over past failures every answer was wrong, so a fix that refuses everything is never "worse": the count of
+    answers turned into refusals is what shows it."""
+    from ragclinic.debugger.apply import _compare
+
+    wrong = Expectation((("£149",),))
+    row = _compare("What does Pro cost?", {"answer": "£119 [1].", "refused": False},
+                   {"answer": "I can't answer this from the documents.", "refused": True}, wrong)
+    assert row["change"] == "changed" and row["to_refusal"] is True
+    same = _compare("q", {"answer": "no.", "refused": True}, {"answer": "no.", "refused": True}, None)
+    assert same["to_refusal"] is False

@@ -113,8 +113,9 @@ def _print_applied(a) -> None:
                   f"({x.seconds:.1f} s, trace {x.trace_id or '—'})")
     fx = a.side_effects
     if fx.get("asked"):
+        refused = f", {fx['to_refusal']} answered before and refused now" if fx.get("to_refusal") else ""
         out.print(f"  side effects on {fx['asked']} {fx.get('source', '')}: {fx['changed']} changed, "
-                  f"{fx['better']} better, {fx['worse']} worse")
+                  f"{fx['better']} better, {fx['worse']} worse{refused}")
     if a.kept:
         out.print(f"  kept: {escape(a.kept)}")
 

@@ -228,6 +228,7 @@ class _Variant:
                 rows.append({"question": question[:200], "change": "error", "error": f"{type(e).__name__}: {e}"})
         return {"asked": len(rows), "changed": sum(r["change"] not in ("same", "error") for r in rows),
                 "better": sum(r["change"] == "better" for r in rows), "worse": sum(r["change"] == "worse" for r in rows),
+                "to_refusal": sum(bool(r.get("to_refusal")) for r in rows),  # answered before, refused with the fix
                 "source": source if eval_set else "recent questions", "rows": rows}
 
     def keep(self) -> str:
@@ -325,7 +326,8 @@ def _compare(question: str, before: dict, after: dict, expect: Expectation | Non
     else:
         change = "changed"
     return {"question": question[:200], "change": change, "before": before.get("answer", "")[:200],
-            "after": after.get("answer", "")[:200]}
+            "after": after.get("answer", "")[:200],
+            "to_refusal": bool(after.get("refused")) and not before.get("refused")}
 
 
 def _supported(answer: dict) -> int:
