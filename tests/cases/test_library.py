@@ -15,6 +15,7 @@ from ragclinic.clinic.question import Question
 from ragclinic.errors import RagclinicError
 from ragclinic.eval.datasets import DatasetError, load
 from ragclinic.models.fake_llm import ScriptedLanguageModel
+from ragclinic.store import cases as records
 
 RIGHT = "Short-dated treasury bills are the usual proxy for the risk-free rate [1]."
 WRONG = "Long-dated corporate bonds are the usual proxy for the risk-free rate [1]."
@@ -155,3 +156,30 @@ def test_diagnose_apply_tries_each_fix_against_the_other_cases(tmp_path):
             assert x["applied"]["verdict"] in ("fixed", "fixed_with_side_effects", "not_fixed", "no_fix")
         assert all(f["applied"] for f in done["fixes"]) and {f["layer"] for f in done["fixes"]} <= {
             x["layer"] for x in placed}
+
+
+def test_a_tenant_reads_an_applied_fix_without_what_the_admins_reruns_read(tmp_path):
+    """The admin's --apply re-asks every other case over the whole knowledge base: those questions and answers (and
+    the fix's own answer) may be another tenant's, so the tenant's case keeps the verdict and the counts only."""
+    with _open(tmp_path, [WRONG] * 200) as c:
+        mine = c.answer(Question(Q, doctor=False, enforced={"tenant": "acme"})).answer.trace_id
+        theirs = c.answer(Question("How are bond prices and yields related?", doctor=False,
+                                   enforced={"tenant": "globex"})).answer.trace_id
+        case = c.feedback(mine, -1, "wrong", ["treasury bills"], enforced={"tenant": "acme"})["case"]
+        c.feedback(theirs, -1, "no", ["inversely"], enforced={"tenant": "globex"})
+        fix = {"what": "answer prompt 1", "settings": {"answer_prompt": 1}}
+        records.set_diagnosis(c.cases.db, case, {  # as `cases diagnose --apply` stores it
+            "layer": "generate", "by": "debugger", "why": "generator ignored passage [1]", "answer_right": False,
+            "fixes": [fix], "applied": {"verdict": "fixed", "attempts": [
+                {"fix": fix, "answer": "Long-dated gilts [1].", "right": True, "trace_id": "t-1", "seconds": 1.0}],
+                "side_effects": {"asked": 1, "changed": 1, "better": 0, "worse": 0, "to_refusal": 0,
+                                 "source": "eval set", "rows": [{"question": "How are bond prices and yields related?",
+                                                                 "change": "changed", "before": "x", "after": "y"}]}}},
+            0.0)
+        applied = c.cases.show(case)["diagnosis"]["applied"]  # the admin's view: everything
+        assert applied["attempts"][0]["answer"] and applied["side_effects"]["rows"]
+        for seen in (c.cases.show(case, {"tenant": "acme"}), c.cases.listed(enforced={"tenant": "acme"})[0]):
+            text = json.dumps(seen)
+            assert "bond prices and yields" not in text and "Long-dated" not in text and "t-1" not in text
+            assert seen["diagnosis"]["applied"]["side_effects"]["asked"] == 1
+            assert [a["fix"] for a in seen["diagnosis"]["applied"]["attempts"]] == [a["fix"] for a in applied["attempts"]]

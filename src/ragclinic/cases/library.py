@@ -63,14 +63,15 @@ class Cases:
         """Newest first; ``enforced``: a tenant's tags — only its own cases."""
         if source not in (None, "rating", "doctor"):
             raise RagclinicError(f"source {source!r}: rating or doctor")
-        return records.listed(self.db, enforced=enforced_json(enforced) if enforced is not None else None,
-                              source=source, limit=limit)
+        cases = records.listed(self.db, enforced=enforced_json(enforced) if enforced is not None else None,
+                               source=source, limit=limit)
+        return [tenant_view(c) for c in cases] if enforced is not None else cases
 
     def show(self, case_id: int, enforced: dict[str, str] | None = None) -> dict[str, Any]:
         case = records.get(self.db, int(case_id)) if 0 < int(case_id) < 2 ** 63 else None  # SQLite's integers
         if case is None or (enforced is not None and case["enforced"] != dict(enforced)):
             raise NoCase(f"no case {case_id} in this knowledge base; `ragclinic cases list` shows them")
-        return case
+        return tenant_view(case) if enforced is not None else case
 
     # ------------------------------------------------------------------ the debugger over them
     def diagnose(self, ids: Iterable[int] | None = None, *, apply: bool = False, limit: int | None = None,
@@ -150,3 +151,18 @@ def _fixes(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if "applied" in c:
                 entry["applied"].append({"case": c["id"], **c["applied"]})
     return sorted(by.values(), key=lambda e: -len(e["cases"]))
+
+
+def tenant_view(case: dict[str, Any]) -> dict[str, Any]:
+    """A case as its tenant reads it. An applied fix was tried by the admin over the whole knowledge base: its
+    answers, and the other cases' questions and answers its side effects re-asked, may come from any tenant's
+    documents, so the tenant gets the verdict, each fix and whether it worked, and the side effects' counts."""
+    diagnosis = case.get("diagnosis") or {}
+    applied = diagnosis.get("applied")
+    if not applied:
+        return case
+    applied = {**applied,
+               "attempts": [{k: v for k, v in a.items() if k not in ("answer", "trace_id", "error")}
+                            for a in applied.get("attempts", [])],
+               "side_effects": {k: v for k, v in (applied.get("side_effects") or {}).items() if k != "rows"}}
+    return {**case, "diagnosis": {**diagnosis, "applied": applied}}

@@ -91,9 +91,10 @@ def _said(case, part: str) -> Said | None:
     for rowid, chunk in candidates:
         if bare and weighted_coverage(content_terms(question), chunk.text) < MIN_QUESTION_COVERAGE:
             continue  # "Fiji" in a chunk about another fish does not say where this one lives
-        if not figures - stated_numbers(chunk.text) and backing(question, part, chunk.text).backed:
+        lacks = figures - stated_numbers(chunk.text)
+        if not lacks and backing(question, part, chunk.text).backed:
             return Said(part, rowid, chunk, "in its words")
-        if (bare and not figures) or figures - stated_numbers(chunk.text):
+        if (bare and not figures) or lacks:
             continue  # a name is said in its words or not at all; a figure the chunk lacks is not said there either
         p = judge.judge("support", chunk.text, claim)
         if p >= threshold and (best is None or p > best[0]):
